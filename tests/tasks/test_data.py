@@ -1,0 +1,44 @@
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from kvrescue_eval.tasks import data
+
+SHARED = Path("/work/shared/data/benchmarks")
+ROWS = {"aime24": 30, "amc23": 40, "gsm8k": 1319, "math500": 500, "olympiadbench": 675}  # MANIFEST.md
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_each_set_loads_all_rows_in_file_order(name):
+    rows = data.load_benchmark(name)
+    assert len(rows) == ROWS[name]
+    shipped = Path(data.__file__).parent / name / "test.jsonl"
+    assert rows[0] == json.loads(shipped.read_text(encoding="utf-8").splitlines()[0])
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="the shared pinned copy exists only on the build machines")
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_shipped_files_are_byte_identical_to_the_pinned_source(name):
+    shipped = (Path(data.__file__).parent / name / "test.jsonl").read_bytes()
+    assert shipped == (SHARED / name / "test.jsonl").read_bytes()
+
+
+def test_unknown_set_names_the_valid_ones():
+    with pytest.raises(ValueError, match=r"'aime2024'.*aime24, amc23, gsm8k, math500, olympiadbench"):
+        data.load_benchmark("aime2024")
+
+
+def test_modified_file_fails_naming_file_and_both_hashes(tmp_path, monkeypatch):
+    (tmp_path / "amc23").mkdir()
+    original = (Path(data.__file__).parent / "amc23" / "test.jsonl").read_bytes()
+    tampered = original.replace(b"27.0", b"28.0", 1)
+    (tmp_path / "amc23" / "test.jsonl").write_bytes(tampered)
+    monkeypatch.setattr(data.resources, "files", lambda package: tmp_path)
+    with pytest.raises(data.BenchmarkIntegrityError) as error:
+        data.load_benchmark("amc23")
+    message = str(error.value)
+    assert str(tmp_path / "amc23" / "test.jsonl") in message
+    assert hashlib.sha256(tampered).hexdigest() in message
+    assert data.SHA256["amc23"] in message
