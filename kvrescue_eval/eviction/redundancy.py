@@ -1,0 +1,34 @@
+"""R-KV key redundancy: how much each cached slot repeats the others (cosine similarity of keys)."""
+
+import torch
+
+SIMILARITY_THRESHOLD = 0.5
+ROW_BLOCK = 1024  # rows of the L x L cosine matrix held at once; bounds memory for long prompts
+
+
+def key_redundancy(keys: torch.Tensor, threshold: float = SIMILARITY_THRESHOLD) -> torch.Tensor:
+    """Redundancy of every one of the L slots, (batch, kv_heads, L) float32, a softmax over the L slots.
+
+    As in R-KV's reference implementation: cosine matrix of the normalised keys (k / (||k|| + 1e-8)) with
+    its diagonal set to 0; in every row one entry is set to 0, the one at the largest column index whose
+    cosine exceeds `threshold` (any column, later and window slots included), or column 0 when no entry
+    does (a quirk of the reference, kept because it changes real decisions); then column means (dividing
+    by L) and a softmax over all L columns.
+    """
+    unit = keys.float()
+    unit = unit / (unit.norm(dim=-1, keepdim=True) + 1e-8)
+    length = unit.shape[2]
+    column_sums = unit.new_zeros(unit.shape[:2] + (length,))
+    for start in range(0, length, ROW_BLOCK):
+        column_sums += _thresholded_rows(unit, start, min(start + ROW_BLOCK, length), threshold).sum(dim=-2)
+    return (column_sums / length).softmax(dim=-1)
+
+
+def _thresholded_rows(unit: torch.Tensor, start: int, stop: int, threshold: float) -> torch.Tensor:
+    """Rows start..stop-1 of the cosine matrix, diagonal and the one thresholded entry per row set to 0."""
+    cosine = unit[:, :, start:stop] @ unit.transpose(-1, -2)
+    rows = torch.arange(stop - start, device=unit.device)
+    cosine[:, :, rows, rows + start] = 0.0
+    columns = torch.arange(unit.shape[2], device=unit.device)
+    last_similar = torch.where(cosine > threshold, columns, 0).amax(dim=-1, keepdim=True)
+    return cosine.scatter(-1, last_similar, 0.0)

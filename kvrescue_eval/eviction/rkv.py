@@ -1,0 +1,29 @@
+from dataclasses import dataclass
+
+import torch
+
+from .attention import check_pool_kernel, window_importance
+from .redundancy import key_redundancy
+
+
+@dataclass
+class RKV:
+    """R-KV (Cai et al., 2025, arXiv:2505.24133; github.com/Zefan-Cai/R-KV, `R1KV`).
+
+    Score = mix_lambda * importance - (1 - mix_lambda) * redundancy, where importance is SnapKV's and
+    redundancy is computed over all L slots (window included) and then cut to the n candidates.
+    """
+
+    pool_kernel: int = 7
+    mix_lambda: float = 0.1
+
+    def __post_init__(self):
+        check_pool_kernel(self.pool_kernel)
+        if isinstance(self.mix_lambda, bool) or not isinstance(self.mix_lambda, (int, float)) \
+                or not 0.0 <= self.mix_lambda <= 1.0:
+            raise ValueError(f"mix_lambda must be a number in [0, 1] (R-KV uses 0.1), got {self.mix_lambda!r}")
+
+    def score(self, queries: torch.Tensor, keys: torch.Tensor, window: int) -> torch.Tensor:
+        importance = window_importance(queries, keys, window, self.pool_kernel)
+        redundancy = key_redundancy(keys)[..., : keys.shape[2] - window]
+        return self.mix_lambda * importance - (1.0 - self.mix_lambda) * redundancy

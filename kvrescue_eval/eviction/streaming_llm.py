@@ -1,0 +1,26 @@
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class StreamingLLM:
+    """StreamingLLM (Xiao et al., ICLR 2024, arXiv:2309.17453): attention sinks plus the most recent slots.
+
+    Keeps the first `sinks` slots and the newest ones, i.e. (with the window always kept) slots
+    0..sinks-1 and the last budget - sinks, as the R-KV repository's `StreamingLLM` does.
+    """
+
+    sinks: int = 4
+
+    def __post_init__(self):
+        if isinstance(self.sinks, bool) or not isinstance(self.sinks, int) or self.sinks < 0:
+            raise ValueError(f"sinks must be a non-negative integer (StreamingLLM uses 4), got {self.sinks!r}")
+
+    def score(self, queries: torch.Tensor, keys: torch.Tensor, window: int) -> torch.Tensor:
+        batch, kv_heads, length, _ = keys.shape
+        candidates = length - window
+        slot = torch.arange(candidates, dtype=torch.float32, device=keys.device)
+        # Newer is better; sinks rank above every other slot, earlier sinks first.
+        score = torch.where(slot < self.sinks, 2 * candidates - slot, slot)
+        return score.expand(batch, kv_heads, candidates)
