@@ -12,6 +12,10 @@ import sys
 
 COMMANDS = {
     "info": "kvrescue_eval.commands.info",
+    "report": "kvrescue_eval.commands.report",
+    "check": "kvrescue_eval.commands.check",
+    "cost": "kvrescue_eval.commands.cost",
+    "leaderboard": "kvrescue_eval.commands.leaderboard",
 }
 
 

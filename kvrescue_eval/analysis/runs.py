@@ -1,0 +1,282 @@
+"""Reading lm-eval 0.4.13 output folders into runs.
+
+`lm_eval --output_path DIR [--log_samples]` writes, per run, `DIR/<model_name_sanitized>/results_<date>.json`
+and beside it `samples_<task>_<date>.jsonl` (one JSON object per document and filter). With an
+output path ending in `.json` it writes `<stem>_<date>.json` and the samples into its folder.
+
+A run is classified by the `kvrescue` block that the `kvrescue` model puts into `results["config"]`.
+A run without that block (stock `--model hf`, `vllm`, ...) is a full-KV run of the model named by
+`pretrained=` (or `model=`/`path=`) in its model_args: mode "full", N=1, no evictor, no budget. It serves
+as the full-KV reference of that model when it is the base, and as the helper-alone reference when it
+is the helper.
+"""
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kvrescue_eval.analysis.errors import AnalysisInputError
+from kvrescue_eval.analysis.seeds import SeedSummary
+from kvrescue_eval.stats import STAT_KEYS
+
+MODES = ("rescue", "bon", "full", "helper")
+ENGINE_STATS = STAT_KEYS + ("degenerated",)
+# lm-eval task name -> benchmark name; other tasks keep their own name.
+BENCHMARK_OF_TASK = {"aime24_qwen": "aime24", "gsm8k_qwen": "gsm8k"}
+_DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
+_STOCK_MODEL_KEYS = ("pretrained", "model", "path", "engine")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What was run, without the benchmark and the seed."""
+    base: str
+    mode: str
+    n: int
+    evictor: str | None = None
+    budget: int | None = None
+    helper: str | None = None
+    scorer: str | None = None
+    buffer: int | None = None
+
+    def sort_key(self):
+        return (self.base, MODES.index(self.mode), self.evictor or "", self.budget or 0, self.n,
+                self.helper or "", self.scorer or "", self.buffer or 0)
+
+
+@dataclass
+class TaskResult:
+    task: str
+    benchmark: str
+    version: object
+    config_sha256: str
+    n_samples: int
+    qwen: SeedSummary
+    strict: SeedSummary | None
+    stats: dict  # engine statistic -> mean per sample; empty for stock models
+
+
+@dataclass
+class Run:
+    path: Path
+    setting: Setting
+    seed: object
+    lm_eval_version: str | None
+    tasks: dict = field(default_factory=dict)  # task name -> TaskResult
+    model_info: dict = field(default_factory=dict)
+
+
+def find_results_files(paths):
+    """Every results JSON under the given folders (recursively) or given directly, sorted."""
+    found = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_file():
+            found.append(path)
+        elif path.is_dir():
+            hits = sorted(p for p in path.rglob("*.json") if re.search(rf"_{_DATE}\.json$", p.name)
+                          and not p.name.startswith("samples_"))
+            if not hits:
+                raise AnalysisInputError(path, None, "no lm-eval results file (results_<date>.json) "
+                                         "in this folder or below it")
+            found += hits
+        else:
+            raise AnalysisInputError(path, None, "no such file or folder")
+    return found
+
+
+def read_runs(paths, metric="exact_match"):
+    return [read_run(p, metric) for p in find_results_files(paths)]
+
+
+def read_run(results_path, metric="exact_match"):
+    results_path = Path(results_path)
+    data = _load_json(results_path)
+    results = _require(data, "results", dict, results_path)
+    config = _require(data, "config", dict, results_path)
+    setting, seed = classify(config, results_path)
+    run = Run(results_path, setting, seed, data.get("lm_eval_version"),
+              model_info=config.get("kvrescue") or {})
+    groups = {name for name, children in (data.get("group_subtasks") or {}).items() if children}
+    for task, metrics in results.items():
+        if task in groups or not isinstance(metrics, dict):
+            continue
+        if not any(key.startswith(metric + ",") for key in metrics):
+            continue
+        run.tasks[task] = _read_task(data, task, metrics, metric, results_path)
+    if not run.tasks:
+        raise AnalysisInputError(results_path, "results",
+                                 f"no task reports the metric {metric!r} (found: {', '.join(results) or 'none'})")
+    return run
+
+
+def classify(config, path):
+    info = config.get("kvrescue")
+    if info is None:
+        return Setting(base=_stock_model_name(config, path), mode="full", n=1), config.get("random_seed")
+    if not isinstance(info, dict):
+        raise AnalysisInputError(path, "config.kvrescue", f"expected an object, got {type(info).__name__}")
+    mode = info.get("mode")
+    if mode not in MODES:
+        raise AnalysisInputError(path, "config.kvrescue.mode", f"{mode!r} is not one of {', '.join(MODES)}")
+    base = _require(info, "base", str, path, "config.kvrescue.")
+    n_key = "n_helper" if mode == "helper" else "n_base"
+    n = _require(info, n_key, int, path, "config.kvrescue.")
+    evicting = mode in ("rescue", "bon")
+    budget = info.get("budget") if evicting else None
+    if evicting and not isinstance(budget, int):
+        raise AnalysisInputError(path, "config.kvrescue.budget",
+                                 f"mode {mode} needs an integer eviction budget, got {budget!r}")
+    helper = _require(info, "helper", str, path, "config.kvrescue.") if mode in ("rescue", "helper") else None
+    setting = Setting(base=base, mode=mode, n=n,
+                      evictor=info.get("evictor") if evicting else None, budget=budget,
+                      helper=helper, scorer=info.get("scorer") if n > 1 else None,
+                      buffer=info.get("buffer") if evicting else None)
+    return setting, info.get("seed")
+
+
+def _stock_model_name(config, path):
+    args = config.get("model_args")
+    if isinstance(args, str):
+        pairs = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
+    elif isinstance(args, dict):
+        pairs = args
+    else:
+        pairs = {}
+    for key in _STOCK_MODEL_KEYS:
+        if pairs.get(key):
+            return str(pairs[key])
+    raise AnalysisInputError(path, "config.model_args",
+                             f"neither a 'kvrescue' block in config nor a model name "
+                             f"({'/'.join(_STOCK_MODEL_KEYS)}=...) in model_args {args!r}")
+
+
+def _read_task(data, task, metrics, metric, path):
+    filters = sorted(key.split(",", 1)[1] for key in metrics if key.startswith(metric + ","))
+    if len(filters) != 1:
+        raise AnalysisInputError(path, f"results.{task}",
+                                 f"several filters report {metric}: {', '.join(filters)}; expected one")
+    flt = filters[0]
+    repeats = (data.get("configs") or {}).get(task, {}).get("repeats", 1)
+    n_samples = _effective_samples(data, task, path)
+    qwen = _summary(metrics, metric, flt, repeats, task, path)
+    strict = None
+    if f"{metric}_strict,{flt}" in metrics:
+        strict = _summary(metrics, f"{metric}_strict", flt, repeats, task, path)
+    samples_path = samples_file(path, task)
+    if samples_path is not None:
+        seeds = per_seed_accuracies(samples_path, flt, repeats, n_samples, (metric, f"{metric}_strict"))
+        qwen = _checked(seeds, metric, qwen, samples_path)
+        if strict is not None:
+            strict = _checked(seeds, f"{metric}_strict", strict, samples_path)
+    stats = {key: float(metrics[f"{key},{flt}"]) for key in ENGINE_STATS
+             if isinstance(metrics.get(f"{key},{flt}"), (int, float))}
+    task_config = (data.get("configs") or {}).get(task, {})
+    return TaskResult(task=task, benchmark=BENCHMARK_OF_TASK.get(task, task),
+                      version=(data.get("versions") or {}).get(task), config_sha256=config_sha256(task_config),
+                      n_samples=n_samples, qwen=qwen, strict=strict, stats=stats)
+
+
+def config_sha256(task_config):
+    """Hash of a task's configuration, without lm-eval's run-dependent metadata."""
+    stable = {key: value for key, value in task_config.items() if key != "metadata"}
+    return hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _effective_samples(data, task, path):
+    counts = (data.get("n-samples") or {}).get(task)
+    if not isinstance(counts, dict) or not isinstance(counts.get("effective"), int):
+        raise AnalysisInputError(path, f"n-samples.{task}.effective", "missing or not an integer")
+    return counts["effective"]
+
+
+def _summary(metrics, name, flt, repeats, task, path):
+    mean = metrics[f"{name},{flt}"]
+    if not isinstance(mean, (int, float)):
+        raise AnalysisInputError(path, f"results.{task}.{name},{flt}", f"expected a number, got {mean!r}")
+    if repeats == 1:
+        return SeedSummary(1, float(mean), None)
+    std_key = f"{name}_seed_std,{flt}"
+    std = metrics.get(std_key)
+    if not isinstance(std, (int, float)):
+        raise AnalysisInputError(path, f"results.{task}.{std_key}",
+                                 f"missing seeds: the task has repeats={repeats} but no per-seed std")
+    return SeedSummary(repeats, float(mean), float(std))
+
+
+def _checked(seeds, name, summary, samples_path):
+    if name not in seeds:
+        raise AnalysisInputError(samples_path, name, "no per-document verdicts for this metric")
+    from_samples = SeedSummary.of(seeds[name])
+    if abs(from_samples.mean - summary.mean) > 1e-6:
+        raise AnalysisInputError(samples_path, name,
+                                 f"per-seed accuracies average {from_samples.mean:.6f} but the results file "
+                                 f"reports {summary.mean:.6f}: samples and results are from different runs")
+    return from_samples
+
+
+def samples_file(results_path, task):
+    """The --log_samples file of `task` written by the same run, or None."""
+    match = re.search(rf"({_DATE})\.json$", results_path.name)
+    if not match:
+        return None
+    candidate = results_path.parent / f"samples_{task}_{match.group(1)}.jsonl"
+    return candidate if candidate.exists() else None
+
+
+def per_seed_accuracies(samples_path, flt, repeats, n_docs, metric_names):
+    """Per-seed accuracy of each metric from the per-document verdict lists of a samples file."""
+    totals = {name: [0.0] * repeats for name in metric_names}
+    present = set()
+    docs = set()
+    with open(samples_path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise AnalysisInputError(samples_path, f"line {number}", f"not valid JSON: {error}") from None
+            if record.get("filter") != flt:
+                continue
+            docs.add(record.get("doc_id"))
+            for name in metric_names:
+                if name not in record:
+                    continue
+                present.add(name)
+                verdicts = record[name] if isinstance(record[name], list) else [record[name]]
+                if len(verdicts) != repeats:
+                    raise AnalysisInputError(
+                        samples_path, f"line {number}: {name}",
+                        f"missing seeds: {len(verdicts)} per-seed verdicts for doc_id {record.get('doc_id')}, "
+                        f"the task has repeats={repeats}")
+                for seed, verdict in enumerate(verdicts):
+                    totals[name][seed] += float(verdict)
+    if len(docs) != n_docs:
+        raise AnalysisInputError(samples_path, "doc_id",
+                                 f"{len(docs)} documents with filter {flt!r}, the results file counts {n_docs}")
+    return {name: [total / n_docs for total in totals[name]] for name in metric_names if name in present}
+
+
+def _load_json(path):
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise AnalysisInputError(path, None, f"cannot read: {error.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise AnalysisInputError(path, None, f"not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise AnalysisInputError(path, None, "expected a JSON object at the top level")
+    return data
+
+
+def _require(mapping, key, kind, path, prefix=""):
+    value = mapping.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise AnalysisInputError(path, prefix + key,
+                                 f"missing or not {'an' if kind is int else 'a'} {kind.__name__} (got {value!r})")
+    return value

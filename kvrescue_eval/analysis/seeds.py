@@ -1,0 +1,44 @@
+"""Accuracy over sampling seeds: mean and sample standard deviation of per-seed accuracies.
+
+Runs report either the per-seed values (from --log_samples files) or only their count, mean and
+sample std (results JSON). Both pool exactly, through the sum and the sum of squares.
+"""
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SeedSummary:
+    count: int
+    mean: float
+    std: float | None          # sample std (n - 1); None for a single seed
+    values: tuple | None = None  # the per-seed accuracies when known
+
+    @classmethod
+    def of(cls, values):
+        values = tuple(float(v) for v in values)
+        mean = sum(values) / len(values)
+        std = None
+        if len(values) > 1:
+            std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+        return cls(len(values), mean, std, values)
+
+    def _sums(self):
+        square = (self.std or 0.0) ** 2 * (self.count - 1) + self.count * self.mean ** 2
+        return self.count * self.mean, square
+
+
+def pool(summaries):
+    """One summary over all seeds of several summaries (several runs of one setting)."""
+    summaries = list(summaries)
+    if len(summaries) == 1:
+        return summaries[0]
+    if all(s.values is not None for s in summaries):
+        return SeedSummary.of([v for s in summaries for v in s.values])
+    count = sum(s.count for s in summaries)
+    total = sum(s._sums()[0] for s in summaries)
+    square = sum(s._sums()[1] for s in summaries)
+    mean = total / count
+    variance = max(square - count * mean ** 2, 0.0) / (count - 1)
+    return SeedSummary(count, mean, math.sqrt(variance))

@@ -1,0 +1,57 @@
+"""`kvrescue-eval leaderboard validate FILE...` and `kvrescue-eval leaderboard build`."""
+
+HELP = "Validate leaderboard submissions against the schema, or build the leaderboard table and plot."
+
+
+def add_arguments(parser):
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    validate = actions.add_parser("validate", help="check submission files against the schema (exit 1 if not)")
+    validate.add_argument("files", nargs="+", metavar="FILE")
+    build = actions.add_parser("build", help="write LEADERBOARD.md and leaderboard.png/.svg from the submissions")
+    build.add_argument("--dir", default="leaderboards",
+                       help="leaderboard folder holding submissions/ (default: %(default)s)")
+    build.add_argument("--no-plots", action="store_true", help="skip the plot (no matplotlib needed)")
+
+
+def run(args):
+    import sys
+    from pathlib import Path
+
+    from kvrescue_eval.analysis.errors import AnalysisInputError
+    from kvrescue_eval.analysis.submission import load
+
+    if args.action == "validate":
+        failures = 0
+        for path in args.files:
+            try:
+                document = load(path)
+                print(f"ok: {path} ({document['name']}, {document['source']['kind']})")
+            except AnalysisInputError as error:
+                failures += 1
+                print(f"invalid: {error}", file=sys.stderr)
+        return 1 if failures else 0
+
+    from kvrescue_eval.analysis.atomic import write_files
+    from kvrescue_eval.analysis.submission import leaderboard_markdown, leaderboard_plot
+
+    folder = Path(args.dir)
+    paths = sorted((folder / "submissions").glob("*.json"))
+    if not paths:
+        print(f"error: no submissions in {folder / 'submissions'}", file=sys.stderr)
+        return 2
+    try:
+        documents = [load(path) for path in paths]
+    except AnalysisInputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    names = [d["name"] for d in documents]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        print(f"error: duplicate submission names: {', '.join(duplicates)}", file=sys.stderr)
+        return 2
+    files = {folder / "LEADERBOARD.md": leaderboard_markdown(documents)}
+    if not args.no_plots:
+        files.update({folder / f"leaderboard.{fmt}": data for fmt, data in leaderboard_plot(documents).items()})
+    write_files(files)
+    print(files[folder / "LEADERBOARD.md"])
+    return 0

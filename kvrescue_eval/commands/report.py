@@ -1,0 +1,58 @@
+"""`kvrescue-eval report`: tables, recovery, plots and (optionally) leaderboard submissions from lm-eval output."""
+
+HELP = "Tables (Table 5/1/2 layouts), recovery, Figures 5 and 6, and submissions from lm-eval output folders."
+
+
+def add_arguments(parser):
+    parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
+                        help="lm-eval --output_path folders (searched recursively) or results_*.json files")
+    parser.add_argument("--out", default="kvrescue-report", help="output folder (default: %(default)s)")
+    parser.add_argument("--metric", default="exact_match", help="accuracy metric of the tasks (default: %(default)s)")
+    parser.add_argument("--no-plots", action="store_true", help="skip Figures 5 and 6 (no matplotlib needed)")
+    parser.add_argument("--submission", action="store_true",
+                        help="also write one leaderboard submission per setting (needs --log_samples output)")
+    parser.add_argument("--submissions-dir", default=None,
+                        help="where submissions go (default: OUT/submissions; e.g. leaderboards/submissions)")
+
+
+def run(args):
+    import json
+    import sys
+    from pathlib import Path
+
+    from kvrescue_eval.analysis.atomic import write_files
+    from kvrescue_eval.analysis.comparisons import analyse
+    from kvrescue_eval.analysis.errors import AnalysisInputError
+    from kvrescue_eval.analysis.runs import read_runs
+    from kvrescue_eval.analysis.tables import all_tables
+
+    out = Path(args.out)
+    try:
+        runs = read_runs(args.runs, args.metric)
+        analysis = analyse(runs)
+        tables = all_tables(analysis)
+        files = {}
+        submissions = []
+        if args.submission:
+            from kvrescue_eval.analysis.submission import build_submissions, file_name
+            target = Path(args.submissions_dir) if args.submissions_dir else out / "submissions"
+            submissions = build_submissions(analysis)
+            files.update({target / file_name(doc): json.dumps(doc, indent=2) + "\n" for doc in submissions})
+    except AnalysisInputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    markdown = "\n".join(["# kvrescue-eval report", "",
+                          f"{len(runs)} run(s): " + ", ".join(str(r.path) for r in runs), ""]
+                         + [table.to_markdown() for table in tables])
+    files[out / "report.md"] = markdown
+    files[out / "report.json"] = json.dumps(
+        {"runs": [str(r.path) for r in runs], "tables": {t.name: t.to_json() for t in tables}}, indent=2) + "\n"
+    files.update({out / f"{table.name}.csv": table.to_csv() for table in tables})
+    if not args.no_plots:
+        from kvrescue_eval.analysis.plots import figure5, figure6
+        for name, rendered in (("figure5", figure5(analysis)), ("figure6", figure6(analysis))):
+            files.update({out / f"{name}.{fmt}": data for fmt, data in rendered.items()})
+    write_files(files)
+    print(markdown)
+    print(f"written: {', '.join(sorted(str(p) for p in files))}", file=sys.stderr)
+    return 0
