@@ -33,6 +33,15 @@ def _label(setting):
     return " ".join(p for p in parts if p)
 
 
+def _budget_axis(ax, budgets):
+    from matplotlib.ticker import NullFormatter
+    ax.set_xscale("log", base=2)
+    if budgets:
+        ax.set_xticks(sorted(budgets), [str(b) for b in sorted(budgets)])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("KV budget B (slots)")
+
+
 def _axes_grid(plt, count):
     columns = min(count, 3)
     rows = (count + columns - 1) // columns
@@ -68,9 +77,8 @@ def figure5(analysis):
         for index, ((mode, label), value) in enumerate(sorted(levels.items())):
             ax.axhline(100 * value, color=f"C{len(lines) + index}", linestyle=":" if mode == "full" else "-.",
                        label=f"{mode}: {label}")
-        ax.set_xscale("log", base=2)
+        _budget_axis(ax, {b for points in lines.values() for b in points})
         ax.set_title(bench)
-        ax.set_xlabel("KV budget B (slots)")
         ax.set_ylabel("pass@1 (%)")
         ax.legend(fontsize=6)
     out = _render(figure)
@@ -90,8 +98,7 @@ def figure6(analysis):
     for (bench, label), points in sorted(lines.items()):
         budgets = sorted(points)
         ax.plot(budgets, [100 * points[b] for b in budgets], marker="o", label=f"{bench} ({label})")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("KV budget B (slots)")
+    _budget_axis(ax, {b for points in lines.values() for b in points})
     ax.set_ylabel("helper share of committed steps (%)")
     if lines:
         ax.legend(fontsize=6)

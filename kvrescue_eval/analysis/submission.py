@@ -163,7 +163,7 @@ def leaderboard_markdown(documents):
 
 def leaderboard_plot(documents):
     """Average pass@1 vs budget, one line per (source, mode, base, N); full/helper as levels."""
-    from kvrescue_eval.analysis.plots import _pyplot, _render
+    from kvrescue_eval.analysis.plots import _budget_axis, _pyplot, _render
     plt = _pyplot()
     _, rows = leaderboard_rows(documents)
     lines, levels = defaultdict(dict), {}
@@ -180,9 +180,7 @@ def leaderboard_plot(documents):
         ax.plot(budgets, [100 * points[b] for b in budgets], marker="o", label=label)
     for label, value in sorted(levels.items()):
         ax.axhline(100 * value, linestyle=":", label=label)
-    if lines:
-        ax.set_xscale("log", base=2)
-    ax.set_xlabel("KV budget B (slots)")
+    _budget_axis(ax, {b for points in lines.values() for b in points})
     ax.set_ylabel("mean pass@1 (%)")
     if lines or levels:
         ax.legend(fontsize=6)

@@ -1,0 +1,93 @@
+"""Writes small lm-eval result folders in lm-eval 0.4.13's real output format.
+
+The files are written by lm-eval's own EvaluationTracker (the code `lm_eval --output_path DIR
+--log_samples` runs), from a results dict shaped like `simple_evaluate`'s: so the names
+(`<model>/results_<date>.json`, `samples_<task>_<date>.jsonl`) and the JSON layout are lm-eval's.
+"""
+
+import hashlib
+import json
+import time
+
+from lm_eval.loggers import EvaluationTracker
+
+STAT_KEYS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helper_steps", "early_exits",
+             "early_exit_entropy", "early_exit_gzip", "degenerated")
+
+
+def _hash(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def kvrescue_info(mode, *, base="org/Base-7B", helper="org/Helper-1.5B", n=4, evictor="rkv", budget=64, seed=0):
+    """The model-info block the `kvrescue` model returns (contract), with totals left empty."""
+    return {"kvrescue": {
+        "preset": None, "base": base, "helper": helper, "scorer": "org/PRM-7B", "mode": mode,
+        "n_base": n, "n_helper": n, "evictor": evictor if mode in ("rescue", "bon") else None,
+        "budget": budget if mode in ("rescue", "bon") else None, "buffer": 128, "window": 8, "mix_lambda": 0.1,
+        "temperature": 0.8, "top_p": 0.95, "top_k": 20, "max_steps": 1024, "max_step_tokens": 512, "seed": seed,
+        "totals": {}}}
+
+
+def write_run(output_path, tasks, *, model="kvrescue", model_args="base=org/Base-7B", model_info=None,
+              versions=None, stats=None, strict=None, log_samples=True, random_seed=0):
+    """tasks: task name -> per-document verdict lists (one 0/1 per seed, len = repeats).
+    strict: task name -> verdict lists for exact_match_strict (default: the same verdicts).
+    stats: task name -> {engine statistic: mean per sample} reported by the task."""
+    results, configs, n_samples, samples = {}, {}, {}, {}
+    for task, verdicts in tasks.items():
+        repeats = len(verdicts[0])
+        strict_verdicts = (strict or {}).get(task, verdicts)
+        metrics = {"alias": task}
+        for name, table in (("exact_match", verdicts), ("exact_match_strict", strict_verdicts)):
+            per_seed = [sum(doc[s] for doc in table) / len(table) for s in range(repeats)]
+            mean = sum(per_seed) / repeats
+            metrics[f"{name},none"] = mean
+            metrics[f"{name}_stderr,none"] = "N/A"
+            if repeats > 1:
+                var = sum((p - mean) ** 2 for p in per_seed) / (repeats - 1)
+                metrics[f"{name}_seed_std,none"] = var ** 0.5
+                metrics[f"{name}_seed_std_stderr,none"] = "N/A"
+        for key, value in ((stats or {}).get(task) or {}).items():
+            metrics[f"{key},none"] = value
+            metrics[f"{key}_stderr,none"] = "N/A"
+        results[task] = metrics
+        configs[task] = {"task": task, "output_type": "generate_until", "repeats": repeats,
+                         "metadata": {"version": (versions or {}).get(task, 1.0)}}
+        n_samples[task] = {"original": len(verdicts), "effective": len(verdicts)}
+        samples[task] = []
+        for doc_id, (doc_verdicts, doc_strict) in enumerate(zip(verdicts, strict_verdicts)):
+            doc = {"problem": f"problem {doc_id}", "answer": str(doc_id)}
+            prompt = f"Question: problem {doc_id}"
+            record = {"doc_id": doc_id, "doc": doc, "target": str(doc_id),
+                      "arguments": [(prompt, {"until": [], "do_sample": True})] * repeats,
+                      "resps": [[f"\\boxed{{{doc_id}}}"]] * repeats, "filtered_resps": [f"\\boxed{{{doc_id}}}"] * repeats,
+                      "filter": "none", "metrics": ["exact_match", "exact_match_strict"],
+                      "doc_hash": _hash(json.dumps(doc, indent=2)), "prompt_hash": _hash(prompt),
+                      "target_hash": _hash(str(doc_id)),
+                      "exact_match": list(doc_verdicts), "exact_match_strict": list(doc_strict)}
+            samples[task].append(record)
+    data = {
+        "results": results, "group_subtasks": {task: [] for task in tasks}, "configs": configs,
+        "versions": {task: (versions or {}).get(task, 1.0) for task in tasks},
+        "n-shot": {task: 0 for task in tasks},
+        "higher_is_better": {task: {"exact_match": True, "exact_match_strict": True} for task in tasks},
+        "n-samples": n_samples,
+        "config": {"model": model, "model_args": model_args, **(model_info or {}), "batch_size": 1,
+                   "batch_sizes": [], "device": None, "use_cache": None, "limit": None, "bootstrap_iters": 0,
+                   "gen_kwargs": None, "random_seed": random_seed, "numpy_seed": 1234, "torch_seed": 1234,
+                   "fewshot_seed": 1234},
+        "git_hash": None, "date": time.time(), "pretty_env_info": "synthetic", "transformers_version": "5.19.0",
+        "lm_eval_version": "0.4.13", "upper_git_hash": None,
+    }
+    tracker = EvaluationTracker(output_path=str(output_path))
+    tracker.general_config_tracker.log_experiment_args(model_source=model, model_args=model_args,
+                                                       system_instruction=None, chat_template=None,
+                                                       fewshot_as_multiturn=False)
+    tracker.save_results_aggregated(results=data, samples=samples if log_samples else None)
+    if log_samples:
+        for task, records in samples.items():
+            tracker.save_results_samples(task_name=task, samples=records)
+    written = sorted(output_path.rglob("results_*.json"))
+    assert written, f"lm-eval wrote no results file under {output_path}"
+    return written[-1]
