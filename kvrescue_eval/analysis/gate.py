@@ -17,6 +17,8 @@ from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.tables import SETTING_COLUMNS, Table, percent
 
 KEY_COLUMNS = SETTING_COLUMNS + ("benchmark",)
+# Recoveries are ratios of means of 0/1 verdicts: a threshold met exactly must not fail on rounding.
+TOLERANCE = 1e-9
 
 
 def _key(row):
@@ -67,8 +69,8 @@ def _verdict(comp, recovery, min_recovery, reference, max_drop):
         return "incomplete: no " + " and no ".join(comp.missing) + " run"
     if recovery is None:
         return "ok" if comp.rescue.qwen.mean >= comp.bon.qwen.mean else "below minimum"
-    if recovery < min_recovery:
+    if recovery < min_recovery - TOLERANCE:
         return "below minimum"
-    if reference is not None and recovery < reference - max_drop:
+    if reference is not None and recovery < reference - max_drop - TOLERANCE:
         return "dropped"
     return "ok"
