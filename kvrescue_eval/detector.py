@@ -1,0 +1,76 @@
+"""Online degeneration detector for base candidates (KV-Rescue, Section "early exit").
+
+Two rules, checked after every generated token of a base candidate:
+
+- entropy: the predictive entropy H_t = -sum_v p_t(v) log p_t(v) (nats) of the model's own next-token
+  distribution, before temperature, top-k or top-p, for every generated token. Once more than
+  `guard` (24) tokens exist, the moving average of the last `window` (12) entropies is compared with
+  `entropy_threshold` (7.0): above it, the candidate is incoherent ("symbol soup").
+- gzip: the compression ratio len(gzip(w)) / len(w) of w = the UTF-8 bytes of the last 800
+  characters of the candidate's text; checked once the text has 800 characters; below
+  `gzip_threshold` (0.18) the candidate is looping.
+
+The candidate's text is the text of the step being generated (the engine feeds the step's text,
+not the committed trajectory before it).
+"""
+
+import gzip
+from collections import deque
+from dataclasses import dataclass
+
+ENTROPY = "entropy"
+GZIP = "gzip"
+REASONS = (ENTROPY, GZIP)
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    entropy_threshold: float = 7.0
+    window: int = 12
+    guard: int = 24
+    gzip_threshold: float = 0.18
+    gzip_chars: int = 800
+
+    def __post_init__(self):
+        if self.window < 1 or self.guard < 0 or self.gzip_chars < 1:
+            raise ValueError(f"detector: window must be >= 1, guard >= 0, gzip_chars >= 1; got {self}")
+
+
+def gzip_ratio(text: str, chars: int = 800) -> float:
+    """len(gzip.compress(w)) / len(w) for w = UTF-8 bytes of the last `chars` characters of `text`."""
+    window = text[-chars:].encode("utf-8")
+    if not window:
+        raise ValueError("gzip_ratio of an empty text is undefined")
+    return len(gzip.compress(window)) / len(window)
+
+
+def is_degenerate(entropies, text: str, config: DetectorConfig = DetectorConfig()) -> str | None:
+    """The reason ("entropy" or "gzip") for which a candidate with these per-token entropies and
+    this text is degenerate now, or None. Entropy is checked first."""
+    entropies = list(entropies)
+    if len(entropies) > config.guard:
+        recent = entropies[-config.window:]
+        if sum(recent) / len(recent) > config.entropy_threshold:
+            return ENTROPY
+    if len(text) >= config.gzip_chars and gzip_ratio(text, config.gzip_chars) < config.gzip_threshold:
+        return GZIP
+    return None
+
+
+class CandidateMonitor:
+    """Incremental form of `is_degenerate` for one candidate: O(window) per token."""
+
+    def __init__(self, config: DetectorConfig = DetectorConfig()):
+        self.config = config
+        self.tokens = 0
+        self.recent = deque(maxlen=config.window)
+
+    def update(self, entropy: float, text: str) -> str | None:
+        self.tokens += 1
+        self.recent.append(float(entropy))
+        config = self.config
+        if self.tokens > config.guard and sum(self.recent) / len(self.recent) > config.entropy_threshold:
+            return ENTROPY
+        if len(text) >= config.gzip_chars and gzip_ratio(text, config.gzip_chars) < config.gzip_threshold:
+            return GZIP
+        return None

@@ -1,0 +1,71 @@
+"""Token sampling with one random stream per candidate row.
+
+Every candidate row owns a `torch.Generator` seeded from (run seed, problem key, role, step,
+candidate index), so a row draws the same tokens whatever else is in the batch, and the same seed
+gives the same output. Processing order follows transformers: temperature, then top-k, then top-p.
+"""
+
+import hashlib
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 0.8
+    top_p: float = 0.95
+    top_k: int = 20
+
+    def __post_init__(self):
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0 (0 = greedy), got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0 = off), got {self.top_k}")
+
+
+def stream_seed(*parts) -> int:
+    """A 63-bit seed from any sequence of printable parts (stable across processes and platforms)."""
+    digest = hashlib.sha256(repr(parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def make_generator(seed: int) -> torch.Generator:
+    generator = torch.Generator(device="cpu")
+    generator.manual_seed(seed)
+    return generator
+
+
+def entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Predictive entropy in nats of softmax(logits) over the last dimension (float32)."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).sum(dim=-1)
+
+
+def filtered_probs(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor:
+    """Sampling distribution of each row of (rows, vocab) logits after temperature, top-k, top-p."""
+    scaled = logits.float() / params.temperature
+    if params.top_k and params.top_k < scaled.shape[-1]:
+        kth = torch.topk(scaled, params.top_k, dim=-1).values[..., -1:]
+        scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+    if params.top_p < 1.0:
+        sorted_logits, order = torch.sort(scaled, dim=-1, descending=True)
+        sorted_probs = torch.softmax(sorted_logits, dim=-1)
+        # drop a token when the tokens strictly more likely already reach top_p (the first always stays)
+        drop_sorted = (sorted_probs.cumsum(dim=-1) - sorted_probs) >= params.top_p
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        scaled = scaled.masked_fill(drop, float("-inf"))
+    return torch.softmax(scaled, dim=-1)
+
+
+def sample(logits: torch.Tensor, params: SamplingParams, generators) -> tuple[list[int], list[float]]:
+    """One token per row of (rows, vocab) logits, each drawn with that row's generator, and the
+    entropy of each row's own distribution (before temperature)."""
+    entropies = entropy(logits).tolist()
+    if params.temperature == 0:
+        return logits.argmax(dim=-1).tolist(), entropies
+    probs = filtered_probs(logits, params).cpu()
+    tokens = [int(torch.multinomial(row, 1, generator=gen)) for row, gen in zip(probs, generators)]
+    return tokens, entropies

@@ -1,0 +1,239 @@
+"""Algorithm 1 (KV-Rescue) as a scheduler over many problems at once.
+
+Every problem in flight is in the middle of one step: it has N_b base and N_h helper candidate rows.
+Each iteration decodes one token for every live row of every problem (one `decode` call per
+policy), applies the stop rules and the degeneration detector, and moves the problems whose rows
+are all finished to scoring (one scorer call for all of them) and commit. A finished problem is
+replaced from the queue at once (continuous batching, at most `max_problems_in_flight`).
+
+Commit rules: a base winner's row becomes the base's committed state and the helper appends the
+step; a helper winner's row becomes the helper's state and the base appends the step (one forward
+pass, evicting as usual). Token ids are handed over when both tokenizers are the same, else text.
+
+Empty pool: helper candidates are never screened, so with N_h >= 1 some candidate always survives.
+With N_h = 0 (bon, full) and every base candidate aborted, the aborted candidates (their text up to
+the abort, >= 1 token each) form the pool and are scored as usual: the problem always progresses, as
+it would without a detector, and the step counts in `stats["aborted_commits"]`.
+
+Candidates are scored in a fixed order: the base rows, then the helper rows, each in fork order; ties
+go to the first.
+
+Determinism: the random stream of a row depends only on (seed, problem key, role, step, candidate
+index), never on what else is in flight, so a problem's trajectory does not depend on batching
+except through floating-point differences of batched forward passes (see the policy).
+"""
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Hashable, Sequence
+
+from kvrescue_eval.detector import ENTROPY, GZIP, CandidateMonitor
+from kvrescue_eval.engine.config import STEP_SEPARATOR, EngineConfig
+from kvrescue_eval.engine.policy import Conversation, Policy
+from kvrescue_eval.engine.sampling import stream_seed
+from kvrescue_eval.engine.scoring import ScoreRequest, StepScorer
+from kvrescue_eval.stats import STAT_KEYS
+
+BASE, HELPER = "base", "helper"
+DEFAULT_SYSTEM = ScoreRequest.__dataclass_fields__["system"].default
+
+
+@dataclass
+class Problem:
+    key: Hashable                 # stable identity (e.g. prompt hash and repeat): seeds derive from it
+    conversation: Conversation
+
+    @property
+    def question(self) -> str:
+        return next(m["content"] for m in reversed(self.conversation) if m["role"] == "user")
+
+    @property
+    def system(self) -> str:
+        return next((m["content"] for m in self.conversation if m["role"] == "system"), DEFAULT_SYSTEM)
+
+
+@dataclass
+class Result:
+    text: str                      # the committed trajectory: the concatenation of `steps`
+    steps: list[str]               # committed steps, each with its separator
+    sources: list[str]             # "base" or "helper" for every step
+    step_ids: list[list[int]]      # every step in tokens of the primary policy (the final EOS excluded)
+    stats: dict                    # every key of STAT_KEYS, plus "aborted_commits"
+                                   # output_tokens: trajectory tokens of the primary policy (base, or
+                                   # the helper in helper mode), the final EOS not counted
+    finish_reason: str             # "eos", "max_steps" or "context"
+
+
+@dataclass
+class Candidate:
+    role: str
+    row: Hashable
+    cap: int                       # token budget of this step
+    monitor: CandidateMonitor | None
+    tokens: list[int] = field(default_factory=list)
+    text: str = ""
+    eos: bool = False
+    aborted: str | None = None
+    done: bool = False
+
+    @property
+    def step_text(self) -> str:  # what the scorer sees
+        return self.text.removesuffix(STEP_SEPARATOR)
+
+
+@dataclass
+class ProblemState:
+    index: int
+    problem: Problem
+    prompt_length: int
+    steps: list = field(default_factory=list)
+    sources: list = field(default_factory=list)
+    step_ids: list = field(default_factory=list)
+    candidates: list = field(default_factory=list)
+    stats: dict = field(default_factory=lambda: dict.fromkeys(STAT_KEYS + ("aborted_commits",), 0))
+    finish_reason: str | None = None
+
+    @property
+    def key(self):
+        return self.problem.key
+
+    def step_finished(self) -> bool:
+        return all(c.done for c in self.candidates)
+
+
+class Engine:
+    def __init__(self, base: Policy | None, helper: Policy | None, scorer: StepScorer | None,
+                 config: EngineConfig, on_event: Callable[..., None] | None = None):
+        if config.n_base and base is None or config.n_helper and helper is None:
+            raise ValueError(f"n_base={config.n_base} needs a base policy and n_helper={config.n_helper} "
+                             f"a helper policy")
+        if scorer is None and config.n_base + config.n_helper > 1:
+            raise ValueError("a step scorer is needed when a step has more than one candidate")
+        self.base, self.helper, self.scorer, self.config = base, helper, scorer, config
+        self.policies = {role: p for role, p in ((BASE, base), (HELPER, helper)) if p is not None}
+        self.primary = base if base is not None else helper  # its tokens measure the context
+        self.share_ids = (base is not None and helper is not None
+                          and base.tokenizer_key == helper.tokenizer_key)
+        self.on_event = on_event or (lambda *args, **kwargs: None)
+
+    # -- the scheduler loop --------------------------------------------------------------------
+    def run(self, problems: Sequence[Problem]) -> list[Result]:
+        queue = deque(enumerate(problems))
+        in_flight: dict[int, ProblemState] = {}
+        results: list[Result | None] = [None] * len(problems)
+        while queue or in_flight:
+            while queue and len(in_flight) < self.config.max_problems_in_flight:
+                index, problem = queue.popleft()
+                in_flight[index] = self._start(index, problem)
+            live = [s for s in in_flight.values() if s.finish_reason is None]
+            self._decode_one_token(live)
+            self._score_and_commit([s for s in live if s.step_finished()])
+            for state in [s for s in in_flight.values() if s.finish_reason is not None]:
+                results[state.index] = self._finish(state)
+                del in_flight[state.index]
+        return results
+
+    def _start(self, index: int, problem: Problem) -> ProblemState:
+        lengths = {role: p.start(problem.key, problem.conversation) for role, p in self.policies.items()}
+        state = ProblemState(index, problem, lengths[BASE if self.base is not None else HELPER])
+        self._begin_step(state)
+        return state
+
+    def _begin_step(self, state: ProblemState) -> None:
+        """Fork the candidates of the next step, or finish the problem at the context limit."""
+        config = self.config
+        if self.primary.length(state.key) >= config.max_context:
+            state.finish_reason = "context"
+            return
+        state.candidates = []
+        for role, count in ((BASE, config.n_base), (HELPER, config.n_helper)):
+            if count == 0:
+                continue
+            policy = self.policies[role]
+            cap = min(config.max_step_tokens, config.max_context - policy.length(state.key))
+            if cap < 1:
+                state.finish_reason = "context"
+                return
+            seeds = [stream_seed(config.seed, state.key, role, len(state.steps), i) for i in range(count)]
+            monitor = (lambda: CandidateMonitor(config.detector)) if role == BASE and config.detector else None
+            state.candidates += [Candidate(role, row, cap, monitor() if monitor else None)
+                                 for row in policy.fork(state.key, seeds)]
+
+    def _decode_one_token(self, states: list[ProblemState]) -> None:
+        for role, policy in self.policies.items():
+            live = [(s, c) for s in states for c in s.candidates if c.role == role and not c.done]
+            if not live:
+                continue
+            tokens, entropies = policy.decode([c.row for _, c in live])
+            for (state, cand), token, entropy in zip(live, tokens, entropies):
+                self._advance(state, cand, policy, token, entropy)
+
+    def _advance(self, state: ProblemState, cand: Candidate, policy: Policy, token: int, entropy: float):
+        state.stats[f"{cand.role}_tokens"] += 1
+        if token in policy.eos_token_ids:
+            cand.eos = cand.done = True
+            return
+        cand.tokens.append(token)
+        cand.text = policy.decode_text(cand.tokens)
+        if STEP_SEPARATOR in cand.text or len(cand.tokens) >= cand.cap:
+            cand.done = True
+        if cand.monitor is not None and not cand.eos:
+            reason = cand.monitor.update(entropy, cand.text)
+            if reason is not None:
+                cand.aborted, cand.done = reason, True
+                state.stats["early_exits"] += 1
+                state.stats[{ENTROPY: "early_exit_entropy", GZIP: "early_exit_gzip"}[reason]] += 1
+                self.on_event("abort", key=state.key, reason=reason)
+                if self.config.n_helper:  # the pool cannot be empty: free the row now
+                    policy.abort([cand.row])
+
+    # -- selection and commit --------------------------------------------------------------------
+    def _score_and_commit(self, states: list[ProblemState]) -> None:
+        if not states:
+            return
+        pools = []
+        for state in states:
+            pool = [c for c in state.candidates if c.aborted is None] or state.candidates
+            pools.append(pool)
+        scored = [(s, p) for s, p in zip(states, pools) if len(p) > 1]
+        scores = self.scorer.score([
+            ScoreRequest(key=s.key, question=s.problem.question, system=s.problem.system,
+                         steps=[step.removesuffix(STEP_SEPARATOR) for step in s.steps],
+                         candidates=[c.step_text for c in p]) for s, p in scored]) if scored else []
+        best = {id(s): p[max(range(len(p)), key=sc.__getitem__)] for (s, p), sc in zip(scored, scores)}
+        for state, pool in zip(states, pools):
+            self._commit(state, best.get(id(state), pool[0]))
+
+    def _commit(self, state: ProblemState, winner: Candidate) -> None:
+        key, other_role = state.key, HELPER if winner.role == BASE else BASE
+        self.policies[winner.role].commit(key, winner.row)
+        other = self.policies.get(other_role)
+        appended = None
+        if other is not None:
+            appended = other.append(key, winner.text, winner.tokens if self.share_ids else None)
+        primary_role = BASE if self.base is not None else HELPER
+        state.step_ids.append(list(winner.tokens) if winner.role == primary_role else appended)
+        state.stats["output_tokens"] += len(state.step_ids[-1])
+        state.steps.append(winner.text)
+        state.sources.append(winner.role)
+        state.stats["steps"] += 1
+        state.stats["helper_steps"] += winner.role == HELPER
+        state.stats["aborted_commits"] += winner.aborted is not None
+        state.candidates = []
+        if winner.eos:
+            state.finish_reason = "eos"
+        elif len(state.steps) >= self.config.max_steps:
+            state.finish_reason = "max_steps"
+        self.on_event("commit", key=key, role=winner.role, eos=winner.eos, steps=list(state.steps),
+                      step_ids=list(state.step_ids), prompt_length=state.prompt_length)
+        if state.finish_reason is None:
+            self._begin_step(state)
+
+    def _finish(self, state: ProblemState) -> Result:
+        for policy in self.policies.values():
+            policy.release(state.key)
+        if self.scorer is not None:
+            self.scorer.release(state.key)
+        self.on_event("finish", key=state.key, reason=state.finish_reason)
+        return Result("".join(state.steps), state.steps, state.sources, state.step_ids, state.stats,
+                      state.finish_reason)
