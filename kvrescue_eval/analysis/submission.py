@@ -129,16 +129,17 @@ def leaderboard_rows(documents):
     benchmarks = sorted({b for d in documents for b in d["benchmarks"]})
     rows = []
     for doc in documents:
-        means = {b: e["pass_at_1"]["qwen"].get("mean", _mean(e["pass_at_1"]["qwen"].get("seeds")))
-                 for b, e in doc["benchmarks"].items()}
+        means = {b: _mean(e["pass_at_1"]["qwen"]) for b, e in doc["benchmarks"].items()}
         average = sum(means.values()) / len(means)
         rows.append((average, doc, means))
     rows.sort(key=lambda r: (-r[0], r[1]["name"]))
     return benchmarks, rows
 
 
-def _mean(values):
-    return sum(values) / len(values)
+def _mean(grader_mode):
+    if "mean" in grader_mode:
+        return grader_mode["mean"]
+    return sum(grader_mode["seeds"]) / len(grader_mode["seeds"])
 
 
 def leaderboard_markdown(documents):

@@ -1,0 +1,78 @@
+"""The cost model reproduces the paper's appendix D numbers from the bundled Qwen2.5-Math configs."""
+
+import json
+
+import pytest
+
+from kvrescue_eval.analysis.cost import GIB, KIB, CostReport, load_shape, shape_from_config
+from kvrescue_eval.analysis.errors import AnalysisInputError
+from kvrescue_eval.cli import main
+
+H15, B7, B72 = (load_shape(name) for name in ("qwen2.5-math-1.5b", "qwen2.5-math-7b", "qwen2.5-math-72b"))
+
+
+def test_kv_bytes_per_token():
+    # 2 (K and V) * layers * kv heads * head dim * 2 bytes
+    assert B7.kv_bytes_per_token == 2 * 28 * 4 * 128 * 2 == 56 * KIB
+    assert B72.kv_bytes_per_token == 2 * 80 * 8 * 128 * 2 == 320 * KIB
+    assert H15.kv_bytes_per_token == 2 * 28 * 2 * 128 * 2 == 28 * KIB
+
+
+def test_dense_decode_flops_per_token():
+    assert round(2 * B7.parameters / 1e9, 1) == 15.2
+    assert round(2 * B72.parameters / 1e9, 1) == 145.4
+
+
+def test_attention_flops_per_context_token():
+    assert B7.flops_per_context_token == 4 * 28 * 3584
+    assert round(B7.flops_per_context_token / 1e6, 3) == 0.401
+    assert round(B72.flops_per_context_token / 1e6, 2) == 2.62
+
+
+def test_memory_ratio_at_8k_with_budget_512():
+    assert CostReport(B7, None, 512, 128, 1, 8192, 0.0).memory_ratio == pytest.approx(8192 / 640) == 12.8
+
+
+@pytest.mark.parametrize("base,full,rescue", [(B7, 1.75, 1.15), (B72, 10.0, 2.44)])
+def test_memory_full_vs_rescue_at_4k(base, full, rescue):
+    report = CostReport(base, H15, 512, 128, 8, 4096, 0.0)
+    assert round(report.memory_full / GIB, 2) == full
+    assert round(report.memory_rescue / GIB, 2) == rescue
+
+
+@pytest.mark.parametrize("base,rho", [(B7, 0.24), (B72, 0.025)])
+def test_helper_fraction_at_4k(base, rho):
+    # rho = (2 P_h + 4 L_h d_h * 4096) / (2 P_b + 4 L_b d_b * 640): 24.5% and 2.58%
+    assert CostReport(base, H15, 512, 128, 8, 4096, 0.0).helper_fraction == pytest.approx(rho, rel=0.04)
+
+
+def test_crossover():
+    assert CostReport(B7, H15, 64, 128, 8, 4096, 0.5).crossover == pytest.approx(1.5 * 192)
+
+
+def test_config_file_and_folder(tmp_path):
+    config = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "num_hidden_layers": 3, "intermediate_size": 128, "vocab_size": 100, "tie_word_embeddings": True,
+              "torch_dtype": "float32"}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    shape = load_shape(tmp_path)
+    assert shape.kv_bytes_per_token == 2 * 3 * 2 * 16 * 4
+    # per layer: q 64*64, k and v 64*32 each, o 64*64, MLP 3*64*128, two norms; tied embeddings, final norm
+    assert shape.parameters == 3 * (64 * 64 * 2 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64) + 100 * 64 + 64
+    assert load_shape(tmp_path / "config.json") == shape
+
+
+def test_bad_config_names_the_field(tmp_path):
+    with pytest.raises(AnalysisInputError, match="'num_hidden_layers'"):
+        shape_from_config({"hidden_size": 64, "num_attention_heads": 4}, "cfg.json")
+    with pytest.raises(AnalysisInputError, match="bundled config"):
+        load_shape(tmp_path / "missing")
+
+
+def test_cost_command(capsys):
+    assert main(["cost", "--base", "qwen2.5-math-7b", "--helper", "qwen2.5-math-1.5b", "--budget", "512",
+                 "--json"]) == 0
+    rows = {row["quantity"]: row["value"] for row in json.loads(capsys.readouterr().out)}
+    assert rows["base KV per token"] == 56
+    assert round(rows["KV-Rescue memory (evicted base + full helper), N=8"], 2) == 1.15
+    assert main(["cost", "--base", "qwen2.5-math-7b", "--budget", "0"]) == 2
