@@ -27,8 +27,9 @@ def key_redundancy(keys: torch.Tensor, threshold: float = SIMILARITY_THRESHOLD) 
 def _thresholded_rows(unit: torch.Tensor, start: int, stop: int, threshold: float) -> torch.Tensor:
     """Rows start..stop-1 of the cosine matrix, diagonal and the one thresholded entry per row set to 0."""
     cosine = unit[:, :, start:stop] @ unit.transpose(-1, -2)
-    rows = torch.arange(stop - start, device=unit.device)
-    cosine[:, :, rows, rows + start] = 0.0
-    columns = torch.arange(unit.shape[2], device=unit.device)
-    last_similar = torch.where(cosine > threshold, columns, 0).amax(dim=-1, keepdim=True)
-    return cosine.scatter(-1, last_similar, 0.0)
+    cosine.diagonal(offset=start, dim1=-2, dim2=-1).zero_()
+    similar = cosine > threshold
+    similar[..., 0] = True  # the fallback: column 0 when no cosine exceeds the threshold
+    # Largest similar column = (L - 1) - first True from the right (argmax returns the first maximum).
+    last_similar = similar.shape[-1] - 1 - similar.flip(-1).to(torch.uint8).argmax(dim=-1, keepdim=True)
+    return cosine.scatter_(-1, last_similar, 0.0)
