@@ -115,3 +115,11 @@ def test_bad_inputs_are_named(change, message):
     arguments = dict(queries=queries, keys=keys, budget=16, window=8) | change
     with pytest.raises((ValueError, TypeError), match=message):
         kept_indices("rkv", **arguments)
+
+
+def test_rows_and_heads_with_different_answers_get_their_own():
+    # KNorm, window 1, budget 3: keep the two lowest-norm candidates of each (row, KV head).
+    norms = [[[1, 2, 3, 4, 9], [4, 3, 2, 1, 9]], [[4, 1, 2, 3, 9], [1, 4, 3, 2, 9]]]
+    keys = torch.tensor(norms, dtype=torch.float32).unsqueeze(-1)  # head_dim 1: norm = |value|
+    kept = kept_indices("knorm", torch.zeros(2, 2, 1, 1), keys, budget=3, window=1)
+    assert kept.tolist() == [[[0, 1, 4], [2, 3, 4]], [[1, 2, 4], [0, 3, 4]]]
