@@ -1,0 +1,24 @@
+import math
+
+import pytest
+
+from kvrescue_eval.tasks import seed_metrics
+
+
+def test_per_seed_accuracy_is_the_column_mean():
+    assert seed_metrics.per_seed_accuracy([[1, 0, 1], [1, 1, 0]]) == [1.0, 0.5, 0.5]
+
+
+def test_mean_and_sample_std_over_seeds():
+    items = [[1, 0, 1], [1, 1, 0]]  # per seed 1, .5, .5: mean 2/3, deviations 1/3, -1/6, -1/6
+    assert seed_metrics.mean_over_seeds(items) == pytest.approx(2 / 3)
+    assert seed_metrics.seed_std(items) == pytest.approx(math.sqrt(((1 / 3) ** 2 + 2 * (1 / 6) ** 2) / 2))
+
+
+def test_docs_with_different_seed_counts_are_rejected():
+    with pytest.raises(ValueError, match=r"same number of seeds.*\[2, 3\]"):
+        seed_metrics.per_seed_accuracy([[1, 0, 1], [1, 1]])
+
+
+def test_statistics_average_over_all_samples():
+    assert seed_metrics.mean_over_samples([[100, 200], [300, 400]]) == 250
