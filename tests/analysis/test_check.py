@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import write_grid
+from synthetic_grid import write_grid
 from kvrescue_eval.cli import main
 
 

@@ -131,7 +131,7 @@ def test_outputs_csv_json_markdown_and_plots(report):
 
 
 def test_incomplete_comparisons_are_reported_not_dropped(tmp_path):
-    from conftest import write_grid
+    from synthetic_grid import write_grid
     write_grid(tmp_path / "runs", skip=("bon128",))
     out = tmp_path / "out"
     assert main(["report", str(tmp_path / "runs"), "--out", str(out), "--no-plots"]) == 0

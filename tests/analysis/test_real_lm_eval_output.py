@@ -1,0 +1,75 @@
+"""`report` over a folder written by the real `lm_eval` command.
+
+The `kvrescue` model does not exist yet in this tree, so the run uses lm-eval's stock `hf` model with a
+tiny random Llama and a byte-level tokenizer built here (offline): the folder has lm-eval's genuine
+layout and fields, our real tasks (math500, 1 seed; aime24_qwen, 5 seeds) and their per-seed verdict
+lists. A stock run is classified as the full-KV run of its model; the expected values are counted
+directly from the verdicts in the samples files.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kvrescue_eval.cli import main
+
+LM_EVAL = shutil.which("lm_eval") or str(Path(sys.executable).parent / "lm_eval")
+
+
+def tiny_model(folder):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<eos>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(["Please reason step by step, and put your final answer within \\boxed{}."], trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<eos>", pad_token="<eos>")
+    fast.save_pretrained(folder)
+    config = LlamaConfig(vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
+                         eos_token_id=fast.eos_token_id, pad_token_id=fast.eos_token_id)
+    import torch
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow
+def test_report_reads_a_real_lm_eval_folder(tmp_path):
+    model = tiny_model(tmp_path / "tiny")
+    output = tmp_path / "lm_eval_out"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    command = [LM_EVAL, "run", "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
+               "--tasks", "math500,aime24_qwen", "--limit", "2", "--gen_kwargs", "max_gen_toks=12",
+               "--batch_size", "16", "--device", "cpu", "--output_path", str(output), "--log_samples"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+    out = tmp_path / "report"
+    assert main(["report", str(output), "--out", str(out), "--no-plots", "--submission"]) == 0
+    data = json.loads((out / "report.json").read_text())
+    rows = {row["benchmark"]: row for row in data["tables"]["accuracy"]["rows"]}
+    assert set(rows) == {"math500", "aime24"}
+    for task, bench, seeds in (("math500", "math500", 1), ("aime24_qwen", "aime24", 5)):
+        samples = next(output.rglob(f"samples_{task}_*.jsonl"))
+        verdicts = [json.loads(line)["exact_match"] for line in samples.read_text().splitlines()]
+        assert len(verdicts) == 2 and all(len(v) == seeds for v in verdicts)
+        per_seed = [sum(doc[s] for doc in verdicts) / 2 for s in range(seeds)]
+        row = rows[bench]
+        assert (row["base"], row["mode"], row["n"], row["evictor"], row["budget"]) == (str(model), "full", 1, None, None)
+        assert row["seeds"] == seeds
+        assert row["pass1_mean"] == pytest.approx(sum(per_seed) / seeds)
+    # A full-KV run alone forms no comparison: reported as such, not dropped.
+    assert {row["reason"] for row in data["tables"]["unpaired"]["rows"]} == \
+        {"reference only: no complete rescue comparison uses it"}
+    (submission,) = (out / "submissions").glob("*.json")
+    assert main(["leaderboard", "validate", str(submission)]) == 0
