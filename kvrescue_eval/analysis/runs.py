@@ -121,7 +121,9 @@ def classify(config, path):
     mode = info.get("mode")
     if mode not in MODES:
         raise AnalysisInputError(path, "config.kvrescue.mode", f"{mode!r} is not one of {', '.join(MODES)}")
-    base = _require(info, "base", str, path, "config.kvrescue.")
+    helper = _require(info, "helper", str, path, "config.kvrescue.") if mode in ("rescue", "helper") else None
+    # A helper-alone run decodes with the helper only (base None): its model is the helper.
+    base = helper if mode == "helper" else _require(info, "base", str, path, "config.kvrescue.")
     n_key = "n_helper" if mode == "helper" else "n_base"
     n = _require(info, n_key, int, path, "config.kvrescue.")
     evicting = mode in ("rescue", "bon")
@@ -129,10 +131,8 @@ def classify(config, path):
     if evicting and not isinstance(budget, int):
         raise AnalysisInputError(path, "config.kvrescue.budget",
                                  f"mode {mode} needs an integer eviction budget, got {budget!r}")
-    helper = _require(info, "helper", str, path, "config.kvrescue.") if mode in ("rescue", "helper") else None
-    setting = Setting(base=base, mode=mode, n=n,
-                      evictor=info.get("evictor") if evicting else None, budget=budget,
-                      helper=helper, scorer=info.get("scorer") if n > 1 else None,
+    setting = Setting(base=base, mode=mode, n=n, evictor=info.get("evictor") if evicting else None,
+                      budget=budget, helper=helper, scorer=info.get("scorer"),
                       buffer=info.get("buffer") if evicting else None)
     return setting, info.get("seed")
 

@@ -21,10 +21,12 @@ def _hash(text):
 
 def kvrescue_info(mode, *, base="org/Base-7B", helper="org/Helper-1.5B", n=4, evictor="rkv", budget=64, seed=0):
     """The model-info block the `kvrescue` model returns (contract), with totals left empty."""
+    uses_base, uses_helper, evicts = mode != "helper", mode in ("rescue", "helper"), mode in ("rescue", "bon")
     return {"kvrescue": {
-        "preset": None, "base": base, "helper": helper, "scorer": "org/PRM-7B", "mode": mode,
-        "n_base": n, "n_helper": n, "evictor": evictor if mode in ("rescue", "bon") else None,
-        "budget": budget if mode in ("rescue", "bon") else None, "buffer": 128, "window": 8, "mix_lambda": 0.1,
+        "preset": None, "base": base if uses_base else None, "helper": helper if uses_helper else None,
+        "scorer": "org/PRM-7B", "mode": mode, "n_base": n if uses_base else 0, "n_helper": n if uses_helper else 0,
+        "evictor": evictor if evicts else None, "budget": budget if evicts else None,
+        "buffer": 128 if evicts else None, "window": 8 if evicts else None, "mix_lambda": 0.1 if evicts else None,
         "temperature": 0.8, "top_p": 0.95, "top_k": 20, "max_steps": 1024, "max_step_tokens": 512, "seed": seed,
         "totals": {}}}
 
