@@ -41,5 +41,9 @@ def run(args):
     table, passed = check(analysis, args.min_recovery, baseline, args.max_drop or 0.0)
     print(table.to_markdown())
     failed = [row for row in table.rows if row["verdict"] != "ok"]
-    print(f"{'PASS' if passed else 'FAIL'}: {len(table.rows) - len(failed)} of {len(table.rows)} settings pass")
+    total = len(table.rows)
+    if failed:
+        table.title, table.rows = "Settings that fell short", failed
+        print(table.to_markdown())
+    print(f"{'PASS' if passed else 'FAIL'}: {total - len(failed)} of {total} settings pass")
     return 0 if passed else 1
