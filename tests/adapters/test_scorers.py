@@ -50,7 +50,7 @@ def prm_checkpoint(tmp_path_factory):
     tokenizer = tiny_tokenizer(folder.parent, folder.name)
     config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                         architectures=["Qwen2ForProcessRewardModel"])
+                         initializer_range=0.2, architectures=["Qwen2ForProcessRewardModel"])
     config.save_pretrained(folder)
     decoder = {f"model.{k}": v for k, v in Qwen2Model(config).state_dict().items()}
     head = {"score.0.weight": torch.randn(32, 32) * 0.5, "score.0.bias": torch.randn(32) * 0.5,
@@ -167,7 +167,8 @@ def helper(tmp_path_factory):
     torch.manual_seed(1)
     tokenizer = tiny_tokenizer(tmp_path_factory.mktemp("helper"), "tokenizer")
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024)
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                         initializer_range=0.2)  # sharp enough that positions and context matter
     return LlamaForCausalLM(config).eval(), tokenizer
 
 
@@ -188,7 +189,7 @@ def test_helper_logprob_equals_a_plain_forward_over_commits(helper):
     model, tokenizer = helper
     cached = build_scorer("helper-logprob", model=model, tokenizer=tokenizer, max_batch_rows=4)
     full = build_scorer("helper-logprob", model=model, tokenizer=tokenizer, use_prefix_cache=False)
-    history = {"a": [], "b": []}
+    history = {"a": [], "bbbbb": []}  # questions of different lengths: prefixes padded in one batch
     for n in range(4):
         requests = [ScoreRequest(key, f"{QUESTION} {key}", list(steps), CANDIDATES) for key, steps in history.items()]
         got = cached.score(requests)
@@ -196,7 +197,8 @@ def test_helper_logprob_equals_a_plain_forward_over_commits(helper):
                     for r in requests]
         assert got == [pytest.approx(e, abs=1e-4) for e in expected]
         assert full.score(requests) == [pytest.approx(e, abs=1e-4) for e in expected]
+        assert max(got[0]) - min(got[0]) > 0.1
         for key in history:
             history[key].append(STEPS[(n + len(key)) % len(STEPS)])
     cached.release("a")
-    assert list(cached.cache.prefixes) == ["b"]
+    assert list(cached.cache.prefixes) == ["bbbbb"]
