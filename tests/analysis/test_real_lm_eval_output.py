@@ -1,10 +1,10 @@
-"""`report` over a folder written by the real `lm_eval` command.
+"""`report` and `check` over folders written by the real `lm_eval` command, with a tiny random Llama and a
+byte-level tokenizer built here (offline), on our real tasks (math500, 1 seed; aime24_qwen, 5 seeds).
 
-The `kvrescue` model does not exist yet in this tree, so the run uses lm-eval's stock `hf` model with a
-tiny random Llama and a byte-level tokenizer built here (offline): the folder has lm-eval's genuine
-layout and fields, our real tasks (math500, 1 seed; aime24_qwen, 5 seeds) and their per-seed verdict
-lists. A stock run is classified as the full-KV run of its model; the expected values are counted
-directly from the verdicts in the samples files.
+- a stock `--model hf` run: classified as the full-KV run of its model, reported as a reference with no
+  comparison;
+- a full / bon / rescue grid of the `kvrescue` model: the tables and the gate.
+Expected values are counted directly from the per-seed verdicts and statistics in the samples files.
 """
 
 import json
@@ -73,3 +73,58 @@ def test_report_reads_a_real_lm_eval_folder(tmp_path):
         {"reference only: no complete rescue comparison uses it"}
     (submission,) = (out / "submissions").glob("*.json")
     assert main(["leaderboard", "validate", str(submission)]) == 0
+
+
+def run_kvrescue(model, output, mode, env):
+    args = (f"base={model},helper={model},scorer=helper-logprob,mode={mode},n=2,evictor=rkv,budget=16,buffer=8,"
+            "window=4,max_steps=2,max_step_tokens=6,max_problems_in_flight=4,dtype=float32")
+    command = [LM_EVAL, "run", "--model", "kvrescue", "--model_args", args, "--tasks", "math500,aime24_qwen",
+               "--limit", "2", "--device", "cpu", "--output_path", str(output / mode), "--log_samples"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+
+def from_samples(output, mode, task, key):
+    """Per-seed accuracy (key exact_match) or per-sample statistic means, read straight from the samples."""
+    samples = next((output / mode).rglob(f"samples_{task}_*.jsonl"))
+    records = [json.loads(line) for line in samples.read_text().splitlines()]
+    lists = [r[key] for r in records]
+    if key == "exact_match":
+        seeds = len(lists[0])
+        return sum(sum(doc[s] for doc in lists) / len(lists) for s in range(seeds)) / seeds
+    return sum(sum(values) for values in lists) / sum(len(values) for values in lists)
+
+
+@pytest.mark.slow
+def test_report_and_gate_on_real_kvrescue_runs(tmp_path):
+    model = tiny_model(tmp_path / "tiny")
+    output = tmp_path / "runs"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+               OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    for mode in ("full", "bon", "rescue"):
+        run_kvrescue(model, output, mode, env)
+
+    out = tmp_path / "report"
+    assert main(["report", str(output), "--out", str(out), "--no-plots", "--submission"]) == 0
+    data = json.loads((out / "report.json").read_text())
+    for task, bench in (("math500", "math500"), ("aime24_qwen", "aime24")):
+        accuracy = {mode: from_samples(output, mode, task, "exact_match") for mode in ("full", "bon", "rescue")}
+        row = next(r for r in data["tables"]["recovery"]["rows"] if r["benchmark"] == bench)
+        assert (row["base"], row["n"], row["budget"], row["evictor"]) == (str(model), 2, 16, "rkv")
+        assert (row["rescue"], row["bon"], row["full"]) == pytest.approx(
+            (accuracy["rescue"], accuracy["bon"], accuracy["full"]))
+        gap = accuracy["full"] - accuracy["bon"]
+        expected = None if gap == 0 else (accuracy["rescue"] - accuracy["bon"]) / gap
+        assert row["recovery"] == (None if expected is None else pytest.approx(expected))
+        cost = next(r for r in data["tables"]["decode_cost"]["rows"] if r["benchmark"] == bench and r["mode"] == "rescue")
+        for key in ("steps", "output_tokens", "base_tokens", "helper_tokens"):
+            assert cost[key] == pytest.approx(from_samples(output, "rescue", task, key))
+        seeds = next(r for r in data["tables"]["accuracy"]["rows"] if r["benchmark"] == bench and r["mode"] == "rescue")
+        assert seeds["seeds"] == (5 if bench == "aime24" else 1)
+    for path in (out / "submissions").glob("*.json"):
+        assert main(["leaderboard", "validate", str(path)]) == 0
+
+    rows = data["tables"]["recovery"]["rows"]
+    for minimum in (-1.0, 2.0):
+        passes = [r["recovery"] >= minimum if r["recovery"] is not None else r["rescue"] >= r["bon"] for r in rows]
+        assert main(["check", str(output), "--min-recovery", str(minimum)]) == (0 if all(passes) else 1)
