@@ -263,8 +263,9 @@ class EvictingCache(Cache):
 
     @property
     def lengths(self) -> torch.Tensor:
-        """Tokens seen per row (batch,): the logical lengths."""
-        return self.layers[0].seen.clone()
+        """Tokens seen per row (batch,): the logical lengths (empty before the first forward pass)."""
+        first = self.layers[0]
+        return first.seen.clone() if first.is_initialized else torch.zeros(0, dtype=torch.long)
 
     @property
     def physical_size(self) -> int:
@@ -272,8 +273,11 @@ class EvictingCache(Cache):
         return max((layer.keys.shape[-2] for layer in self.layers if layer.is_initialized), default=0)
 
     def next_positions(self, q_length: int) -> torch.Tensor:
-        """position_ids (batch, q_length) for the next chunk of every row."""
-        return self.layers[0].seen[:, None] + torch.arange(q_length, device=self.layers[0].device)
+        """position_ids (batch, q_length) for the next chunk of every row ((1, q_length) when empty)."""
+        first = self.layers[0]
+        if not first.is_initialized:
+            return torch.arange(q_length)[None]
+        return first.seen[:, None] + torch.arange(q_length, device=first.device)
 
     def nbytes(self) -> int:
         return sum(layer.nbytes() for layer in self.layers)

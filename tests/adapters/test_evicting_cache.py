@@ -236,6 +236,33 @@ def test_padded_chunks_append_different_numbers_of_tokens_per_row(attention):
     assert cache.lengths.tolist() == seen
 
 
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_left_padded_prompts_prefilled_together_equal_each_prompt_alone(attention):
+    policy = dict(budget=16, buffer=8, method="rkv")
+    model = tiny_model("llama", attention)
+    prompts = [torch.randint(0, VOCAB, (n,), generator=torch.Generator().manual_seed(n)) for n in (30, 12)]
+    follow = torch.randint(0, VOCAB, (2, 30), generator=torch.Generator().manual_seed(9))
+    ids, mask = torch.zeros(2, 30, dtype=torch.long), torch.zeros(2, 30, dtype=torch.long)
+    positions = torch.zeros(2, 30, dtype=torch.long)
+    for r, prompt in enumerate(prompts):
+        ids[r, 30 - len(prompt):], mask[r, 30 - len(prompt):] = prompt, 1
+        positions[r, 30 - len(prompt):] = torch.arange(len(prompt))
+    cache = make_evicting_cache(model, **policy)
+    with torch.no_grad():
+        got = [model(ids, attention_mask=mask, position_ids=positions, past_key_values=cache).logits[:, -1]]
+        assert cache.lengths.tolist() == [30, 12]
+        for t in range(30):
+            got.append(model(follow[:, t:t + 1], past_key_values=cache,
+                             position_ids=cache.next_positions(1)).logits[:, -1])
+    got = torch.stack(got, 1)
+    for r, prompt in enumerate(prompts):
+        alone = make_evicting_cache(model, **policy)
+        with torch.no_grad():
+            want = [model(prompt[None], past_key_values=alone).logits[0, -1]]
+            want += [model(follow[r:r + 1, t:t + 1], past_key_values=alone).logits[0, -1] for t in range(30)]
+        assert (got[r] - torch.stack(want)).abs().max() < TOL
+
+
 def test_rows_of_different_lengths_need_per_row_positions():
     model = tiny_model("qwen2")
     caches = [make_evicting_cache(model, budget=None) for _ in range(2)]
