@@ -17,6 +17,9 @@ import inspect
 import threading
 
 import torch
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface
+from transformers.modeling_utils import AttentionInterface
 
 IMPLEMENTATIONS = {"sdpa": "kvrescue_sdpa", "eager": "kvrescue_eager"}
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2")
@@ -86,8 +89,6 @@ def _model_eager_attention(module):
 
 def _evicting_attention(base: str):
     def attention(module, query, key, value, attention_mask, **kwargs):
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
         layer = _take_layer(key)
         mask = _as_bool(attention_mask)
         q_length = query.shape[2]
@@ -109,9 +110,6 @@ def _evicting_attention(base: str):
 
 def register() -> None:
     """Idempotent: put our attention functions and their mask builder into transformers' registries."""
-    from transformers.masking_utils import AttentionMaskInterface
-    from transformers.modeling_utils import AttentionInterface
-
     for base, name in IMPLEMENTATIONS.items():
         AttentionInterface.register(name, _evicting_attention(base))
         AttentionMaskInterface.register(name, chunk_mask)

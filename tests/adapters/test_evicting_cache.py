@@ -208,6 +208,25 @@ def test_selected_rows_equal_each_row_alone():
         assert (out - decode_alone(model, tokens[r], 30, policy)).abs().max() < TOL
 
 
+def test_in_place_row_operations_of_the_transformers_api():
+    """batch_repeat_interleave, batch_select_indices and reorder_cache move positions with the rows."""
+    policy = dict(budget=16, buffer=8, method="rkv")
+    model = tiny_model("qwen2")
+    tokens = torch.randint(0, VOCAB, (2, 70), generator=torch.Generator().manual_seed(10))
+    cache = make_evicting_cache(model, **policy)
+    with torch.no_grad():
+        model(tokens[:, :30], past_key_values=cache)
+        before = cache.layers[1].positions.clone()
+        cache.batch_repeat_interleave(2)                         # rows 0, 0, 1, 1
+        cache.reorder_cache(torch.tensor([3, 0, 2, 1]))          # rows 1, 0, 1, 0
+        cache.batch_select_indices(torch.tensor([0, 1]))         # rows 1, 0
+        assert torch.equal(cache.layers[1].positions, before[[1, 0]])
+        got = torch.stack([model(tokens[[1, 0], t:t + 1], past_key_values=cache).logits[:, -1]
+                           for t in range(30, 70)], 1)
+    for out, r in zip(got, (1, 0)):
+        assert (out - decode_alone(model, tokens[r], 30, policy)).abs().max() < TOL
+
+
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_padded_chunks_append_different_numbers_of_tokens_per_row(attention):
     """attention_mask (batch, q) marks each row's real tokens in a right-padded chunk."""
