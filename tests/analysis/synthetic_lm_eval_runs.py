@@ -32,7 +32,7 @@ def kvrescue_info(mode, *, base="org/Base-7B", helper="org/Helper-1.5B", n=4, ev
 
 
 def write_run(output_path, tasks, *, model="kvrescue", model_args="base=org/Base-7B", model_info=None,
-              versions=None, stats=None, strict=None, log_samples=True, random_seed=0):
+              versions=None, stats=None, strict=None, log_samples=True, random_seed=0, metric="exact_match"):
     """tasks: task name -> per-document verdict lists (one 0/1 per seed, len = repeats).
     strict: task name -> verdict lists for exact_match_strict (default: the same verdicts).
     stats: task name -> {engine statistic: mean per sample} reported by the task."""
@@ -41,7 +41,7 @@ def write_run(output_path, tasks, *, model="kvrescue", model_args="base=org/Base
         repeats = len(verdicts[0])
         strict_verdicts = (strict or {}).get(task, verdicts)
         metrics = {"alias": task}
-        for name, table in (("exact_match", verdicts), ("exact_match_strict", strict_verdicts)):
+        for name, table in ((metric, verdicts), (f"{metric}_strict", strict_verdicts)):
             per_seed = [sum(doc[s] for doc in table) / len(table) for s in range(repeats)]
             mean = sum(per_seed) / repeats
             metrics[f"{name},none"] = mean
@@ -64,16 +64,16 @@ def write_run(output_path, tasks, *, model="kvrescue", model_args="base=org/Base
             record = {"doc_id": doc_id, "doc": doc, "target": str(doc_id),
                       "arguments": [(prompt, {"until": [], "do_sample": True})] * repeats,
                       "resps": [[f"\\boxed{{{doc_id}}}"]] * repeats, "filtered_resps": [f"\\boxed{{{doc_id}}}"] * repeats,
-                      "filter": "none", "metrics": ["exact_match", "exact_match_strict"],
+                      "filter": "none", "metrics": [metric, f"{metric}_strict"],
                       "doc_hash": _hash(json.dumps(doc, indent=2)), "prompt_hash": _hash(prompt),
                       "target_hash": _hash(str(doc_id)),
-                      "exact_match": list(doc_verdicts), "exact_match_strict": list(doc_strict)}
+                      metric: list(doc_verdicts), f"{metric}_strict": list(doc_strict)}
             samples[task].append(record)
     data = {
         "results": results, "group_subtasks": {task: [] for task in tasks}, "configs": configs,
         "versions": {task: (versions or {}).get(task, 1.0) for task in tasks},
         "n-shot": {task: 0 for task in tasks},
-        "higher_is_better": {task: {"exact_match": True, "exact_match_strict": True} for task in tasks},
+        "higher_is_better": {task: {metric: True, f"{metric}_strict": True} for task in tasks},
         "n-samples": n_samples,
         "config": {"model": model, "model_args": model_args, **(model_info or {}), "batch_size": 1,
                    "batch_sizes": [], "device": None, "use_cache": None, "limit": None, "bootstrap_iters": 0,

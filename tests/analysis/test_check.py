@@ -88,3 +88,14 @@ def test_unusable_runs_exit_2(tmp_path, capsys):
     write_grid(tmp_path / "no-rescue", skip=("rescue64_s0", "rescue64_s1", "rescue128"))
     assert main(["check", str(tmp_path / "no-rescue"), "--min-recovery", "0.5"]) == 2
     assert "no rescue run" in capsys.readouterr().err
+
+
+def test_gate_on_another_metric(tmp_path, capsys):
+    """The testbed task kv_recall reports `pass_at_1` instead of `exact_match`."""
+    from synthetic_lm_eval_runs import kvrescue_info, write_run
+    for mode, verdicts in (("full", [[1], [1]]), ("bon", [[0], [0]]), ("rescue", [[1], [0]])):
+        write_run(tmp_path / mode, {"kv_recall": verdicts}, model_info=kvrescue_info(mode), metric="pass_at_1")
+    assert main(["check", str(tmp_path), "--metric", "pass_at_1", "--min-recovery", "0.5"]) == 0
+    assert main(["check", str(tmp_path), "--metric", "pass_at_1", "--min-recovery", "0.6"]) == 1
+    assert main(["check", str(tmp_path), "--min-recovery", "0.5"]) == 2
+    assert "no task reports the metric 'exact_match'" in capsys.readouterr().err
