@@ -35,7 +35,15 @@ class Comparison:
     bon: Cell | None
     full: Cell | None
     helper: Cell | None = None
-    missing: list = field(default_factory=list)
+    missing: list = field(default_factory=list)  # why an arm is absent, e.g. "no bon run"
+
+    @property
+    def status(self):
+        if self.missing:
+            return "incomplete: " + "; ".join(self.missing)
+        if self.recovery is None:
+            return "undefined: A_full = A_bon (no eviction loss)"
+        return "complete"
 
     @property
     def complete(self):
@@ -67,8 +75,7 @@ def analyse(runs):
         if id(cell) in used:
             continue
         if cell.setting.mode == "rescue":
-            reason = "incomplete: no " + " and no ".join(
-                next(c for c in comparisons if c.rescue is cell).missing) + " run"
+            reason = next(c for c in comparisons if c.rescue is cell).status
         elif cell.setting.mode == "bon":
             reason = "no rescue run with this base, N, evictor and budget"
         else:
@@ -129,15 +136,21 @@ def _check_consistency(runs):
 def compare(rescue, cells):
     s, benchmark = rescue.setting, rescue.benchmark
     same_bench = [c for c in cells if c.benchmark == benchmark]
-    bon = _unique([c for c in same_bench if c.setting.mode == "bon" and c.setting.base == s.base
-                   and c.setting.n == s.n and c.setting.evictor == s.evictor and c.setting.budget == s.budget])
+    bons = [c for c in same_bench if c.setting.mode == "bon" and c.setting.base == s.base
+            and c.setting.n == s.n and c.setting.evictor == s.evictor and c.setting.budget == s.budget]
     fulls = [c for c in same_bench if c.setting.mode == "full" and c.setting.base == s.base]
-    full = _unique([c for c in fulls if c.setting.n == s.n]) or _unique([c for c in fulls if c.setting.n == 1])
+    fulls = [c for c in fulls if c.setting.n == s.n] or [c for c in fulls if c.setting.n == 1] or fulls
     helpers = [c for c in same_bench if c.setting.mode == "helper" and c.setting.helper == s.helper]
     helpers = helpers or [c for c in same_bench if c.setting.mode == "full" and c.setting.base == s.helper]
-    helper = _unique([c for c in helpers if c.setting.n == 1]) or _unique(helpers)
-    missing = [name for name, cell in (("bon", bon), ("full", full)) if cell is None]
-    return Comparison(rescue, bon, full, helper, missing)
+    helpers = [c for c in helpers if c.setting.n == 1] or helpers
+    missing = [_absence(name, found) for name, found in (("bon", bons), ("full", fulls)) if len(found) != 1]
+    return Comparison(rescue, _unique(bons), _unique(fulls), _unique(helpers), missing)
+
+
+def _absence(arm, found):
+    if not found:
+        return f"no {arm} run"
+    return f"{len(found)} {arm} settings match (they differ in N, scorer or buffer): ambiguous"
 
 
 def _unique(cells):

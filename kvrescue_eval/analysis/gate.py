@@ -5,8 +5,8 @@ Verdicts per rescue setting and benchmark:
 - "ok";
 - "below minimum": recovery < min_recovery;
 - "dropped": recovery < baseline recovery - max_drop;
-- "incomplete": the bon or full arm is missing, so recovery cannot be computed (a gate must not pass
-  on what it cannot see);
+- "incomplete: ...": the bon or full arm is missing or ambiguous, so recovery cannot be computed (a gate
+  must not pass on what it cannot see);
 - "missing": in the baseline, absent from the runs;
 - with A_full == A_bon recovery is undefined: "ok" if A_rescue >= A_bon, else "below minimum".
 """
@@ -66,7 +66,7 @@ def check(analysis, min_recovery, baseline=None, max_drop=0.0):
 
 def _verdict(comp, recovery, min_recovery, reference, max_drop):
     if not comp.complete:
-        return "incomplete: no " + " and no ".join(comp.missing) + " run"
+        return comp.status
     if recovery is None:
         return "ok" if comp.rescue.qwen.mean >= comp.bon.qwen.mean else "below minimum"
     if recovery < min_recovery - TOLERANCE:

@@ -120,20 +120,12 @@ def recovery_table(comparisons):
         row.update(benchmark=comp.rescue.benchmark, rescue=comp.rescue.qwen.mean,
                    bon=comp.bon.qwen.mean if comp.bon else None, full=comp.full.qwen.mean if comp.full else None,
                    helper_alone=comp.helper.qwen.mean if comp.helper else None, recovery=comp.recovery,
-                   status=_status(comp))
+                   status=comp.status)
         rows.append(row)
     columns = SETTING_COLUMNS + ("benchmark", "rescue", "bon", "full", "helper_alone", "recovery", "status")
     formats = {col: percent for col in ("rescue", "bon", "full", "helper_alone", "recovery")}
     return Table("recovery", "Recovery (A_rescue - A_bon) / (A_full - A_bon) per setting; accuracies in %",
                  columns, rows, formats)
-
-
-def _status(comp):
-    if not comp.complete:
-        return "incomplete: no " + " and no ".join(comp.missing) + " run"
-    if comp.recovery is None:
-        return "undefined: A_full = A_bon (no eviction loss)"
-    return "complete"
 
 
 def recovery_average_table(comparisons):

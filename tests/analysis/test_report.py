@@ -163,3 +163,18 @@ def test_helper_mode_run_is_the_helper_reference(tmp_path):
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--no-plots"]) == 0
     row = one(json.loads((tmp_path / "out" / "report.json").read_text()), "recovery", benchmark="math500")
     assert row["recovery"] == pytest.approx(0.5) and row["helper_alone"] == pytest.approx(0.5)
+
+
+def test_ambiguous_reference_is_reported_not_guessed(tmp_path):
+    from synthetic_lm_eval_runs import kvrescue_info
+    write_run(tmp_path / "full", {"math500": [[1], [1]]}, model_info=kvrescue_info("full"))
+    write_run(tmp_path / "rescue", {"math500": [[1], [0]]}, model_info=kvrescue_info("rescue"))
+    for buffer in (64, 128):
+        info = kvrescue_info("bon")
+        info["kvrescue"]["buffer"] = buffer
+        write_run(tmp_path / f"bon{buffer}", {"math500": [[0], [0]]}, model_info=info)
+    assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--no-plots"]) == 0
+    row = one(json.loads((tmp_path / "out" / "report.json").read_text()), "recovery", benchmark="math500")
+    assert row["recovery"] is None
+    assert row["status"] == "incomplete: 2 bon settings match (they differ in N, scorer or buffer): ambiguous"
+    assert main(["check", str(tmp_path), "--min-recovery", "0"]) == 1
