@@ -7,6 +7,7 @@ the unweighted mean over its five tasks.
 
 import json
 import math
+import os
 import subprocess
 
 import pytest
@@ -21,9 +22,10 @@ STAT_METRICS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helpe
 UNMATCHABLE_GOLD = {}
 
 
+@pytest.mark.slow
 def test_lm_eval_lists_our_tasks_next_to_the_builtins():
     listing = subprocess.run([LM_EVAL, "ls", "tasks"], capture_output=True, text=True, timeout=300,
-                             env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"}).stdout
+                             env={**os.environ, "HF_HUB_OFFLINE": "1"}).stdout
     rows = {cells[1].strip(): cells[2].strip() for line in listing.splitlines()
             if len(cells := line.split("|")) > 3}
     for name in [*OURS, "kvrescue_math"]:
@@ -49,6 +51,7 @@ def test_gold_oracle_scores_every_answer_right_on_the_full_suite(oracle_site, tm
         assert group == pytest.approx(sum(results["results"][t][f"{metric},none"] for t in OURS) / 5)
 
 
+@pytest.mark.slow
 def test_wrong_oracle_scores_zero_and_stock_responses_report_no_statistics(oracle_site, tmp_path):
     results, samples = run_lm_eval(
         ["--model", "oracle", "--model_args", "answer=wrong", "--tasks", ",".join(OURS), "--limit", "2",
@@ -67,6 +70,7 @@ SAMPLES = {"math500": [0, 1], "olympiadbench": [0, 1, 2, 3], "gsm8k_qwen": list(
            "amc23": [0, 1, 2, 3], "aime24_qwen": [0, 1]}
 
 
+@pytest.mark.slow
 def test_seed_mean_std_group_mean_and_engine_statistics(oracle_site, tmp_path):
     """Staircase oracle: seed j of doc d is right iff d <= j; steps = 100 * (j + 1)."""
     results, samples = run_lm_eval(
