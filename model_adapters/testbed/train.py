@@ -1,0 +1,295 @@
+"""Trains the kv_recall testbed models: `python -m kvrescue_eval.model_adapters.testbed.train`.
+
+base   a Qwen2 decoder with grouped-query attention that recalls nearly perfectly with its full cache;
+helper a narrower, shallower Qwen2 decoder trained for fewer steps: full context, weaker recall;
+prm    a Qwen2 decoder with the Qwen2.5-Math-PRM score head, Linear(h, h), ReLU, Linear(h, 2), read at
+       the "<extra_0>" tag after every step: label 1 when the step recalls the right pair.
+
+Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, one thread. Rerunning it with the
+same torch build reproduces the shipped weights bit for bit (a different thread count or CPU kernel
+may change the last bits of the sums, not the models' accuracy).
+"""
+
+import argparse
+import json
+import math
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+from torch import nn
+from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2Model
+
+from kvrescue_eval.tasks.kv_recall.generate import DATA_DIR, PAIRS, QUERIES, STEP_PREFIX, answer, pairs_of, question
+from kvrescue_eval.tasks.kv_recall.words import KEYS, VALUES
+
+from . import WEIGHTS_DIR
+from .tokenizer import MATH_SYSTEM, STEP_TAG, build_tokenizer, save_tokenizer
+
+
+CURRICULUM = 0.5
+
+
+@dataclass(frozen=True)
+class Spec:
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    intermediate: int
+    steps: int
+    lr: float
+    batch: int = 32
+    seed: int = 0
+
+
+SPECS = {
+    "base": Spec(hidden=64, layers=3, heads=4, kv_heads=2, intermediate=192, steps=2000, lr=3e-3, seed=1),
+    "helper": Spec(hidden=64, layers=2, heads=2, kv_heads=1, intermediate=128, steps=600, lr=2e-3, seed=2),
+    "prm": Spec(hidden=96, layers=3, heads=4, kv_heads=2, intermediate=192, steps=800, lr=2e-3, seed=3),
+}
+
+
+def qwen2_config(spec, tokenizer, **extra):
+    return Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=spec.hidden, num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads, num_key_value_heads=spec.kv_heads,
+        intermediate_size=spec.intermediate, max_position_embeddings=4096, rope_theta=10000.0,
+        tie_word_embeddings=True, bos_token_id=None, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id, attn_implementation="sdpa", **extra)
+
+
+class ProcessRewardModel(nn.Module):
+    """The Qwen2.5-Math-PRM layout: state-dict keys `model.*`, `score.0.*`, `score.2.*`."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.model = Qwen2Model(config)
+        h = config.hidden_size
+        self.score = nn.Sequential(nn.Linear(h, h), nn.ReLU(), nn.Linear(h, 2))
+
+    def forward(self, input_ids):
+        return self.score(self.model(input_ids=input_ids).last_hidden_state)
+
+
+def load_split(split):
+    with open(DATA_DIR / f"{split}.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def prompt_text(tokenizer, problem, system=None):
+    messages = [{"role": "system", "content": system or problem["system"]},
+                {"role": "user", "content": problem["question"]}]
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def shrink(problem, pairs_count, queries_count):
+    """The problem cut to its first `queries_count` queries and `pairs_count` of its pairs (the queried
+    ones among them, listing order kept).
+
+    A curriculum: short problems teach the lookup quickly, full-length ones the task itself.
+    """
+    queries = [step.split()[0] for step in problem["steps"][:queries_count]]
+    others = [k for k, _ in pairs_of(problem) if k not in queries][:pairs_count - len(queries)]
+    kept = [(k, v) for k, v in pairs_of(problem) if k in queries or k in others]
+    return {**problem, "question": question(kept, queries), "steps": problem["steps"][:queries_count]}
+
+
+def problem_sizes(rng, progress):
+    """(pairs, queries) of one batch at `progress` (0 to 1) of training.
+
+    The longest list grows from 8 pairs to the task's over the first CURRICULUM share of the steps;
+    from then on, half of the batches have the task's full size.
+    """
+    if progress >= CURRICULUM and rng.random() < 0.5:
+        return PAIRS, QUERIES
+    longest = 8 + round((PAIRS - 8) * min(1.0, progress / CURRICULUM))
+    pairs = rng.randint(4, longest)
+    return pairs, rng.randint(1, min(QUERIES, pairs))
+
+
+def lm_example(tokenizer, problem):
+    """Token ids of prompt + answer + EOS, and the mask of the positions whose next token is learned."""
+    prompt = tokenizer(prompt_text(tokenizer, problem), add_special_tokens=False)["input_ids"]
+    reply = tokenizer(answer(problem), add_special_tokens=False)["input_ids"]
+    ids = prompt + reply + [tokenizer.eos_token_id]
+    learned = [0] * (len(prompt) - 1) + [1] * (len(reply) + 1)
+    return ids, learned
+
+
+def corrupt_step(rng, problem, index):
+    """A wrong step of the kinds the testbed's generators produce."""
+    pairs = dict(pairs_of(problem))
+    key = problem["steps"][index].split(" = ")[0]
+    kind = rng.random()
+    if kind < 0.55:      # right key, value of another pair
+        return f"{key} = {rng.choice([v for k, v in pairs.items() if k != key])}"
+    if kind < 0.65:      # right key, a value absent from the problem
+        return f"{key} = {rng.choice([v for v in VALUES if v not in pairs.values()])}"
+    if kind < 0.85:      # another key of the problem (its own value): the wrong query
+        other = rng.choice([k for k in pairs if k != key])
+        return f"{other} = {pairs[other]}"
+    words = KEYS + VALUES + ["="]  # garbled
+    return " ".join(rng.choice(words) for _ in range(rng.randint(1, 5)))
+
+
+def prm_example(tokenizer, problem, rng, system=None):
+    steps, labels = [], []
+    for i, step in enumerate(problem["steps"]):
+        right = rng.random() < 0.5
+        steps.append(step if right else corrupt_step(rng, problem, i))
+        labels.append(int(right or steps[-1] == step))
+    messages = [{"role": "system", "content": system or problem["system"]},
+                {"role": "user", "content": problem["question"]},
+                {"role": "assistant", "content": "".join(STEP_PREFIX + step + STEP_TAG for step in steps)}]
+    text = tokenizer.apply_chat_template(messages, tokenize=False)
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    tag = tokenizer.convert_tokens_to_ids(STEP_TAG)
+    targets = [-100] * len(ids)
+    for position, label in zip([p for p, t in enumerate(ids) if t == tag], labels, strict=True):
+        targets[position] = label
+    return ids, targets
+
+
+def pad(rows, value):
+    width = max(len(r) for r in rows)
+    return torch.tensor([r + [value] * (width - len(r)) for r in rows])
+
+
+def lr_at(step, spec):
+    warmup = max(1, spec.steps // 20)
+    if step < warmup:
+        return spec.lr * (step + 1) / warmup
+    progress = (step - warmup) / max(1, spec.steps - warmup)
+    return spec.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def train_loop(model, spec, batches, loss_fn, log):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.01, betas=(0.9, 0.98))
+    model.train()
+    start = time.time()
+    for step in range(spec.steps):
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step, spec)
+        loss = loss_fn(model, next(batches))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        if step % 200 == 0 or step == spec.steps - 1:
+            log(f"step {step} loss {loss.item():.4f} {time.time() - start:.0f}s")
+    model.eval()
+
+
+def batch_stream(make_example, problems, spec, rng):
+    """Batches of problems of one random size (so rows need no padding), epoch after epoch."""
+    step = 0
+    while True:
+        order = list(range(len(problems)))
+        rng.shuffle(order)
+        for i in range(0, len(order) - spec.batch + 1, spec.batch):
+            sizes = problem_sizes(rng, step / spec.steps)
+            step += 1
+            yield [make_example(shrink(problems[j], *sizes)) for j in order[i:i + spec.batch]]
+
+
+def lm_loss(model, batch):
+    ids = pad([b[0] for b in batch], 0)
+    learned = pad([b[1] for b in batch], 0).bool()
+    logits = model(input_ids=ids).logits[:, :-1]
+    targets = ids[:, 1:].masked_fill(~learned[:, : ids.shape[1] - 1], -100)
+    return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def prm_loss(model, batch):
+    ids = pad([b[0] for b in batch], 0)
+    targets = pad([b[1] for b in batch], -100)
+    logits = model(ids)
+    return nn.functional.cross_entropy(logits.reshape(-1, 2), targets.reshape(-1))
+
+
+@torch.no_grad()
+def lm_value_accuracy(model, examples):
+    """Teacher-forced accuracy on the answer tokens, the fast proxy reported while training."""
+    right = total = 0
+    for i in range(0, len(examples), 50):
+        batch = examples[i:i + 50]
+        ids = pad([b[0] for b in batch], 0)
+        learned = pad([b[1] for b in batch], 0).bool()[:, : ids.shape[1] - 1]
+        predicted = model(input_ids=ids).logits[:, :-1].argmax(-1)
+        right += (predicted == ids[:, 1:])[learned].sum().item()
+        total += learned.sum().item()
+    return right / total
+
+
+@torch.no_grad()
+def prm_accuracy(model, examples):
+    right = total = 0
+    for i in range(0, len(examples), 50):
+        batch = examples[i:i + 50]
+        ids = pad([b[0] for b in batch], 0)
+        targets = pad([b[1] for b in batch], -100)
+        predicted = model(ids).argmax(-1)
+        mask = targets != -100
+        right += (predicted == targets)[mask].sum().item()
+        total += mask.sum().item()
+    return right / total
+
+
+def train_lm(name, tokenizer, train, test, out, log):
+    spec = SPECS[name]
+    torch.manual_seed(spec.seed)
+    model = Qwen2ForCausalLM(qwen2_config(spec, tokenizer))
+    rng = random.Random(spec.seed)
+    batches = batch_stream(lambda p: lm_example(tokenizer, p), train, spec, rng)
+    train_loop(model, spec, batches, lm_loss, log)
+    log(f"{name}: teacher-forced answer accuracy on test {lm_value_accuracy(model, [lm_example(tokenizer, p) for p in test]):.4f}")
+    model.save_pretrained(out / name)
+    save_tokenizer(tokenizer, out / name)
+
+
+def train_prm(tokenizer, train, test, out, log):
+    spec = SPECS["prm"]
+    torch.manual_seed(spec.seed)
+    config = qwen2_config(spec, tokenizer, num_labels=2, architectures=["Qwen2ForProcessRewardModel"])
+    model = ProcessRewardModel(config)
+    rng = random.Random(spec.seed)
+    # The task's system prompt or the math default: the scorer may be handed either.
+    systems = [None, MATH_SYSTEM]
+
+    batches = batch_stream(lambda p: prm_example(tokenizer, p, rng, systems[rng.randrange(2)]), train, spec, rng)
+    train_loop(model, spec, batches, prm_loss, log)
+    check = random.Random(99)
+    log(f"prm: step-label accuracy on test {prm_accuracy(model, [prm_example(tokenizer, p, check) for p in test]):.4f}")
+    (out / "prm").mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, out / "prm" / "model.safetensors",
+              metadata={"format": "pt"})
+    config.save_pretrained(out / "prm")
+    save_tokenizer(tokenizer, out / "prm")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="folder receiving base/, helper/, prm/")
+    parser.add_argument("--only", choices=sorted(SPECS), action="append", help="train only these models")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    tokenizer = build_tokenizer()
+    train, test = load_split("train"), load_split("test")
+
+    def log(message):
+        print(message, flush=True)
+
+    for name in args.only or ["base", "helper", "prm"]:
+        if name == "prm":
+            train_prm(tokenizer, train, test, args.out, log)
+        else:
+            train_lm(name, tokenizer, train, test, args.out, log)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""kv_recall: associative recall over a closed word vocabulary, the CPU testbed of the information gap.
+
+The doc's conversation is a system turn (the task's `description`) and the user turn (the pairs,
+then "?" and the queried keys); docs also carry it as `messages`, as the math tasks do. A response is
+right when its steps, split at blank lines, are exactly the expected "key = value" steps.
+"""
+
+import json
+from importlib import resources
+
+from kvrescue_eval.stats import TextWithStats
+from kvrescue_eval.tasks import seed_metrics
+
+STEP_SEPARATOR = "\n\n"
+
+
+def read_split(split):
+    data = resources.files("kvrescue_eval.tasks.kv_recall") / "data" / f"{split}.jsonl"
+    with data.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def conversation(doc):
+    return [{"role": "system", "content": doc["system"]}, {"role": "user", "content": doc["question"]}]
+
+
+def load_dataset(**metadata):
+    import datasets
+
+    rows = [{**doc, "messages": conversation(doc)} for doc in read_split("test")]
+    return {"test": datasets.Dataset.from_list(rows)}
+
+
+def target(doc):
+    from kvrescue_eval.tasks.kv_recall.generate import answer
+
+    return answer(doc)
+
+
+def response_steps(text):
+    return [step.strip() for step in str(text).split(STEP_SEPARATOR) if step.strip()]
+
+
+def step_accuracy(text, expected):
+    steps = response_steps(text)
+    return sum(i < len(steps) and steps[i] == step for i, step in enumerate(expected)) / len(expected)
+
+
+def passed(text, expected):
+    return int(response_steps(text) == list(expected))
+
+
+def process_results(doc, results):
+    (responses,) = results  # the K repeats of the one request of this doc
+    metrics = {
+        "pass_at_1": [passed(r, doc["steps"]) for r in responses],
+        "step_accuracy": [step_accuracy(r, doc["steps"]) for r in responses],
+    }
+    if responses and all(isinstance(r, TextWithStats) for r in responses):
+        metrics.update(seed_metrics.engine_statistics(responses, metrics["pass_at_1"]))
+    return metrics

@@ -1,0 +1,46 @@
+"""The testbed's word-level tokenizer, as saved to disk and loaded by transformers."""
+
+import pytest
+from transformers import AutoTokenizer
+
+from kvrescue_eval.model_adapters.testbed.tokenizer import build_tokenizer, save_tokenizer
+from kvrescue_eval.tasks.kv_recall.words import KEYS, VALUES
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tok")
+    save_tokenizer(build_tokenizer(), folder)
+    return AutoTokenizer.from_pretrained(folder)
+
+
+def test_chat_template_renders_the_qwen_layout(tokenizer):
+    messages = [{"role": "system", "content": "recall the value of each key"},
+                {"role": "user", "content": "pairs ant amber ? ant"}]
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert text == ("<|im_start|>system\nrecall the value of each key<|im_end|>\n"
+                    "<|im_start|>user\npairs ant amber ? ant<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_every_word_is_one_token_and_text_round_trips(tokenizer):
+    text = "<|im_start|>user\npairs " + " ".join(f"{k} {v}" for k, v in zip(KEYS, VALUES)) \
+        + " ? ant<|im_end|>\n<|im_start|>assistant\n ant = amber\n\n bee = apple<extra_0><|im_end|>"
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert tokenizer.unk_token_id not in ids
+    assert tokenizer.decode(ids) == text
+    # im_start, user, \n, pairs, 2 words per pair, ?, ant, im_end, \n, im_start, assistant, \n,
+    # ant = amber \n\n bee = apple, <extra_0>, im_end
+    assert len(ids) == 4 + 2 * len(KEYS) + 2 + 5 + 7 + 2
+
+
+def test_special_tokens(tokenizer):
+    assert tokenizer.eos_token == "<|im_end|>"
+    for token in ("<|im_end|>", "<|im_start|>", "<extra_0>", "\n\n"):
+        assert len(tokenizer(token, add_special_tokens=False)["input_ids"]) == 1, token
+    assert tokenizer("\n\n", add_special_tokens=False)["input_ids"] != \
+        tokenizer("\n", add_special_tokens=False)["input_ids"]
+
+
+def test_unknown_words_become_unk_not_an_error(tokenizer):
+    ids = tokenizer("pairs zebra", add_special_tokens=False)["input_ids"]
+    assert ids[1] == tokenizer.unk_token_id
