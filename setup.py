@@ -71,7 +71,9 @@ class EditableWheelWithPth(editable_wheel):
 setup(
     packages=_packages(),
     package_dir={name: folder for name, folder in ROOTS.items()},
-    package_data={"": ["*.yaml", "*.jsonl", "*.json", "*.md", "*.txt", "*.safetensors", "*.schema.json"]},
+    # Data folders below a package (benchmark sets, trained testbed weights, tokenizers) are not
+    # packages themselves, hence the recursive patterns.
+    package_data={"": [f"**/*.{ext}" for ext in ("yaml", "jsonl", "json", "md", "txt", "safetensors", "csv", "svg", "png")]},
     include_package_data=True,
     cmdclass={"build_py": BuildPyWithPth, "editable_wheel": EditableWheelWithPth},
 )
