@@ -1,0 +1,95 @@
+"""The transformers policy: hand-over between different tokenizers, append and commit semantics."""
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
+
+from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
+
+from kvrescue_eval.engine.config import EngineConfig  # noqa: E402
+from kvrescue_eval.engine.sampling import SamplingParams  # noqa: E402
+from kvrescue_eval.engine.scheduler import Engine, Problem  # noqa: E402
+from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache  # noqa: E402
+from kvrescue_eval.model_adapters.hf_policy import HFPolicy, render_prompt  # noqa: E402
+
+SAMPLING = SamplingParams(1.0, 1.0, 0)
+CONVERSATION = [{"role": "system", "content": "Please reason step by step."}, {"role": "user", "content": "2 + 3?"}]
+
+
+def policy(model, tokenizer, budget=None):
+    return HFPolicy(model, tokenizer, SAMPLING, lambda: make_evicting_cache(model, budget=budget))
+
+
+def ids(tokenizer, text):
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def test_append_text_equals_a_fresh_prefill_of_prompt_and_text():
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer, seed=5)
+    p = policy(model, tokenizer)
+    p.start("k", CONVERSATION)
+    appended = p.append("k", "Then 2x + 3 = 7.\n\n")
+    assert appended == ids(tokenizer, "Then 2x + 3 = 7.\n\n")
+    full = render_prompt(tokenizer, CONVERSATION) + appended
+    assert p.length("k") == len(full)
+    with torch.no_grad():
+        fresh = model(torch.tensor([full])).logits[0, -1]
+    torch.testing.assert_close(p.next_token_logits("k"), fresh, atol=1e-4, rtol=0)
+
+
+def test_commit_keeps_the_rows_own_tokens():
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer, seed=5, scale=10.0)
+    p = policy(model, tokenizer)
+    prompt = p.start("k", CONVERSATION)
+    rows = p.fork("k", [11, 12, 13])
+    drawn = [p.decode(rows)[0] for _ in range(3)]
+    p.decode(rows[:1])                       # rows 1 and 2 finished after 3 tokens; row 0 goes on
+    p.commit("k", rows[2])
+    assert p.length("k") == prompt + 3
+    full = render_prompt(tokenizer, CONVERSATION) + [step[2] for step in drawn]
+    with torch.no_grad():
+        fresh = model(torch.tensor([full])).logits[0, -1]
+    torch.testing.assert_close(p.next_token_logits("k"), fresh, atol=1e-4, rtol=0)
+
+
+class Alternate:
+    name = "alternate"
+
+    def score(self, requests):   # base rows first: base winner on even steps, helper on odd
+        return [[float((i == 0) == (len(r.steps) % 2 == 0)) for i in range(len(r.candidates))] for r in requests]
+
+    def release(self, key):
+        pass
+
+
+def test_steps_cross_between_different_tokenizers_as_text():
+    base_tokenizer, helper_tokenizer = tiny_tokenizer(300), tiny_tokenizer(420)
+    assert base_tokenizer.get_vocab() != helper_tokenizer.get_vocab()
+    base = policy(tiny_model(base_tokenizer, seed=1, scale=20.0), base_tokenizer, budget=16)
+    helper = policy(tiny_model(helper_tokenizer, seed=2, scale=20.0), helper_tokenizer)
+    lengths = {"base": base.length, "helper": helper.length}
+    before = {"k": {"base": len(render_prompt(base_tokenizer, CONVERSATION)),
+                    "helper": len(render_prompt(helper_tokenizer, CONVERSATION))}}
+    grown = []
+
+    def on_event(kind, key=None, **info):
+        if kind != "commit":
+            return
+        step = info["steps"][-1]
+        receiver = "helper" if info["role"] == "base" else "base"
+        tokenizer = helper_tokenizer if receiver == "helper" else base_tokenizer
+        assert lengths[receiver](key) - before[key][receiver] == len(ids(tokenizer, step))
+        grown.append(receiver)
+        before[key] = {role: length(key) for role, length in lengths.items()}
+
+    engine = Engine(base, helper, Alternate(), EngineConfig(n_base=1, n_helper=1, max_steps=5, max_step_tokens=10),
+                    on_event=on_event)
+    assert not engine.share_ids
+    result = engine.run([Problem("k", CONVERSATION)])[0]
+    assert result.text == "".join(result.steps)
+    assert set(grown) == {"base", "helper"} or result.stats["steps"] < 2
