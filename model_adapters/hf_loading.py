@@ -71,11 +71,12 @@ def build_components(args: ModelArgs):
         eviction = (EvictionPolicy(args.budget, args.evictor, args.buffer, args.window, mix_lambda=args.mix_lambda)
                     if args.evicts else None)
         base_model, base_tokenizer = model(args.base)
-        base = HFPolicy(base_model, base_tokenizer, sampling, partial(new_cache, base_model, eviction), name="base")
+        base = HFPolicy(base_model, base_tokenizer, sampling, partial(new_cache, base_model, eviction), name="base",
+                        batch_problems=True)
     if n_helper:
         helper_model, helper_tokenizer = model(args.helper)
         helper = HFPolicy(helper_model, helper_tokenizer, sampling, partial(new_cache, helper_model, None),
-                          name="helper")
+                          name="helper", batch_problems=True)
     if n_base + n_helper > 1:
         if args.scorer == "helper-logprob":
             # its own copy with stock attention: the scorer batches left-padded plain caches, which the

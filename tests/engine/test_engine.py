@@ -14,9 +14,9 @@ SAMPLING = SamplingParams(temperature=1.0, top_p=0.95, top_k=50)
 BUDGET, BUFFER = 16, 4
 
 
-def policy(model, tokenizer, budget=None, name="policy"):
+def policy(model, tokenizer, budget=None, name="policy", batch_problems=False):
     return HFPolicy(model, tokenizer, SAMPLING, lambda: make_evicting_cache(model, budget=budget, buffer=BUFFER),
-                    name=name)
+                    name=name, batch_problems=batch_problems)
 
 
 def problems(count=3):
@@ -165,15 +165,42 @@ def test_same_seed_same_output_and_another_seed_differs(tokenizer, models):
     assert [r.text for r in first] != [r.text for r in other]
 
 
-def test_continuous_batching_gives_each_problem_its_trajectory_alone(tokenizer, models):
-    batched, _ = run(tokenizer, models, "rescue", scorer=ScriptedScorer(), count=4, max_problems_in_flight=3)
+@pytest.mark.parametrize("batch_problems", [False, True])
+def test_continuous_batching_gives_each_problem_its_trajectory_alone(tokenizer, models, batch_problems):
+    """With one forward pass per problem the trajectories are bit-identical; with the problems in one
+    forward pass they differ only if float rounding (bounded below) flips a draw, which these do not."""
+    base_model, helper_model = models
+    cfg = dict(n_base=2, n_helper=2, max_steps=6, max_step_tokens=12)
+
+    def engine(in_flight):
+        return Engine(policy(base_model, tokenizer, BUDGET, batch_problems=batch_problems),
+                      policy(helper_model, tokenizer, batch_problems=batch_problems), ScriptedScorer(),
+                      EngineConfig(max_problems_in_flight=in_flight, **cfg))
+
+    batched = engine(3).run(problems(4))
     for index, expected in enumerate(batched):
-        base_model, helper_model = models
-        engine = Engine(policy(base_model, tokenizer, BUDGET), policy(helper_model, tokenizer), ScriptedScorer(),
-                        EngineConfig(n_base=2, n_helper=2, max_steps=6, max_step_tokens=12,
-                                     max_problems_in_flight=1))
-        alone = engine.run([problems(4)[index]])[0]
+        alone = engine(1).run([problems(4)[index]])[0]
         assert (alone.text, alone.stats, alone.sources) == (expected.text, expected.stats, expected.sources)
+
+
+def test_rows_of_several_problems_in_one_forward_pass_match_each_alone(tokenizer, models):
+    base_model, _ = models
+    uneven = [Problem(i, [{"role": "user", "content": "Compute step by step. " * (i + 1)}]) for i in range(3)]
+    together = policy(base_model, tokenizer, BUDGET, batch_problems=True)
+    assert len({together.start(p.key, p.conversation) for p in uneven}) == 3   # three prompt lengths
+    rows = {p.key: together.fork(p.key, [1, 2]) for p in uneven}
+    for _ in range(30):  # long enough for the prompt-compressed caches to compress again (budget + buffer)
+        together.decode([r for key in rows for r in rows[key]])
+    for p in uneven:
+        alone = policy(base_model, tokenizer, BUDGET)
+        alone.start(p.key, p.conversation)
+        alone_rows = alone.fork(p.key, [1, 2])
+        for _ in range(30):
+            alone.decode(alone_rows)
+        for mine, theirs in zip(rows[p.key], alone_rows):
+            torch.testing.assert_close(together.group_of[mine].logits[together.group_of[mine].rows.index(mine)],
+                                       alone.group_of[theirs].logits[alone.group_of[theirs].rows.index(theirs)],
+                                       atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("mode", ["rescue", "bon", "full", "helper"])
