@@ -58,11 +58,13 @@ class _Worker:
 
     def wait_ready(self):
         if not self.ready:
-            if self.read_line(STARTUP_TIMEOUT_S) != "ready":
-                code = self.process.poll()
+            line = self.read_line(STARTUP_TIMEOUT_S)
+            if line != "ready":
                 self.kill()
-                raise SandboxError(f"the grading worker did not start (exit code {code}); "
-                                   f"run `python -m kvrescue_eval.grading.worker 1` to see why")
+                reason = line or "no reply; `python -m kvrescue_eval.grading.worker 1` shows why"
+                raise SandboxError(f"the grading worker did not start: {reason}. The grader needs "
+                                   "sympy with antlr4-python3-runtime 4.11.x (pip install "
+                                   "'antlr4-python3-runtime>=4.11,<4.12')")
             self.ready = True
 
     def send(self, request):
