@@ -41,7 +41,6 @@ def _needs_symbolic(prediction, reference):
     raise NeedsSymbolic
 
 
-@lru_cache(maxsize=65536)
 def _fast_verdict(prediction, gold, mode):
     """True/False when decided without sympy, None when sympy is needed."""
     try:
@@ -50,6 +49,9 @@ def _fast_verdict(prediction, gold, mode):
         return None
     except (RecursionError, MemoryError, ValueError, OverflowError):
         return False
+
+
+_cached_fast_verdict = lru_cache(maxsize=65536)(_fast_verdict)
 
 
 def _sandboxed_verdict(prediction, gold, mode, timeout):
@@ -79,11 +81,12 @@ def math_equal(prediction, gold, *, mode="qwen", timeout=3.0):
         return False
     _check_text(prediction, "prediction")
     _check_text(gold, "gold")
-    verdict = _fast_verdict(prediction, gold, mode)
+    if len(prediction) + len(gold) > _CACHED_LENGTH:  # too long to keep in the caches
+        verdict = _fast_verdict(prediction, gold, mode)
+        return verdict if verdict is not None else _sandboxed_verdict(prediction, gold, mode, timeout)
+    verdict = _cached_fast_verdict(prediction, gold, mode)
     if verdict is not None:
         return verdict
-    if len(prediction) + len(gold) > _CACHED_LENGTH:
-        return _sandboxed_verdict(prediction, gold, mode, timeout)
     try:
         return _cached_sandboxed_verdict(prediction, gold, mode, float(timeout))
     except TimeoutError:
