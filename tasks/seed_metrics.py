@@ -23,11 +23,13 @@ def score_responses(doc, results, *, benchmark):
     from kvrescue_eval import grading
 
     (responses,) = results  # one request per doc; its filtered responses are the K repeats
-    gold = grading.parse_gold(doc, benchmark)
-    answers = [grading.extract_answer(str(response), benchmark) for response in responses]
     metrics = {}
     for metric, mode in MODES.items():
-        metrics[metric] = [int(grading.math_equal(answer, gold, mode=mode)) for answer in answers]
+        # Each mode normalises its own way (strict keeps single letters), so extract per mode.
+        gold = grading.parse_gold(doc, benchmark, mode=mode)
+        metrics[metric] = [
+            int(grading.math_equal(grading.extract_answer(str(response), benchmark, mode=mode), gold, mode=mode))
+            for response in responses]
         if len(responses) > 1:
             metrics[metric + SEED_STD_SUFFIX] = metrics[metric]
     if responses and all(isinstance(response, TextWithStats) for response in responses):

@@ -22,3 +22,12 @@ def test_docs_with_different_seed_counts_are_rejected():
 
 def test_statistics_average_over_all_samples():
     assert seed_metrics.mean_over_samples([[100, 200], [300, 400]]) == 250
+
+
+def test_strict_mode_extracts_and_grades_with_its_own_normalisation():
+    # The harness deletes single letters as units while normalising, so "t+1" and "a+1" both become
+    # "+1" in mode qwen (a quirk it counts as right); strict keeps the letters: wrong.
+    doc = {"problem": "p", "solution": "so \\boxed{a+1}", "answer": "a+1"}
+    metrics = seed_metrics.score_responses(doc, [["The answer is \\boxed{t+1}."]], benchmark="math500")
+    assert metrics["exact_match"] == [1]
+    assert metrics["exact_match_strict"] == [0]
