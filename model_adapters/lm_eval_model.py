@@ -48,7 +48,7 @@ class KVRescueLM(LM):
             problems.append(Problem((prompt_id, seen[prompt_id]), conversation))  # repeat index by counting
             seen[prompt_id] += 1
         bar = tqdm(total=len(problems), desc="kvrescue problems", disable=disable_tqdm)
-        live = Counter()
+        live = {"steps": 0, "helper_steps": 0, "early_exits": 0}
 
         def on_event(kind, **info):
             if kind == "commit":
