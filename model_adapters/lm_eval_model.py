@@ -95,13 +95,15 @@ class KVRescueLM(LM):
         totals["finish_reasons"] = {reason: int(self.finish_reasons[reason]) for reason in FINISH_REASONS}
         return {"kvrescue": {
             "preset": a.preset, "base": a.base if n_base else None, "helper": a.helper if n_helper else None,
-            "scorer": (a.prm if a.scorer == "qwen-prm" else a.scorer) if self.scorer is not None else None,
+            "scorer": a.scorer if self.scorer is not None else None,
+            "prm": a.prm if self.scorer is not None and a.scorer == "qwen-prm" else None,
             "mode": a.mode, "n_base": n_base, "n_helper": n_helper,
             "evictor": a.evictor if a.evicts else None, "budget": a.budget if a.evicts else None,
             "buffer": a.buffer if a.evicts else None, "window": a.window if a.evicts else None,
             "mix_lambda": a.mix_lambda if a.evicts and a.evictor == "rkv" else None,
             "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
+            "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,
             "totals": totals}}
 
 
