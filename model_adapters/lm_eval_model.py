@@ -64,7 +64,7 @@ class KVRescueLM(LM):
         bar.close()
         responses = []
         for result in results:
-            self.totals.update({key: result.stats[key] for key in STAT_KEYS})
+            self.totals.update({key: result.stats[key] for key in STAT_KEYS + ("aborted_commits",)})
             self.finish_reasons[result.finish_reason] += 1
             responses.append(TextWithStats(result.text, result.stats, result.finish_reason))
         return responses
@@ -90,7 +90,7 @@ class KVRescueLM(LM):
     def get_model_info(self) -> dict:
         a = self.args
         n_base, n_helper = a.counts
-        totals = {key: int(self.totals[key]) for key in STAT_KEYS}
+        totals = {key: int(self.totals[key]) for key in STAT_KEYS + ("aborted_commits",)}
         totals["problems"] = int(sum(self.finish_reasons.values()))
         totals["finish_reasons"] = {reason: int(self.finish_reasons[reason]) for reason in FINISH_REASONS}
         return {"kvrescue": {

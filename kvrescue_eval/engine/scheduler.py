@@ -109,6 +109,10 @@ class Engine:
                              f"a helper policy")
         if scorer is None and config.n_base + config.n_helper > 1:
             raise ValueError("a step scorer is needed when a step has more than one candidate")
+        if not config.n_base:
+            base = None  # a policy without candidates plays no part
+        if not config.n_helper:
+            helper = None
         self.base, self.helper, self.scorer, self.config = base, helper, scorer, config
         self.policies = {role: p for role, p in ((BASE, base), (HELPER, helper)) if p is not None}
         self.primary = base if base is not None else helper  # its tokens measure the context
