@@ -121,3 +121,34 @@ def test_model_info_has_the_contract_keys_and_run_totals(lm):
     assert totals["problems"] == sum(totals["finish_reasons"].values()) >= 1
     assert totals["steps"] >= responses[0].stats["steps"]
     json.dumps(info)  # lm-eval writes it into results.json
+
+
+@pytest.fixture(scope="module")
+def prm_folder(tmp_path_factory):
+    """A random PRM saved in the Qwen2.5-Math-PRM checkpoint layout (decoder `model.*`, head `score.0/2.*`)."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import Qwen2Config, Qwen2Model
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("prm")
+    tokenizer = tiny_tokenizer()
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<extra_0>"]})
+    tokenizer.save_pretrained(folder)
+    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, architectures=["Qwen2ForProcessRewardModel"])
+    config.save_pretrained(folder)
+    tensors = {f"model.{k}": v for k, v in Qwen2Model(config).state_dict().items()}
+    tensors.update({"score.0.weight": torch.randn(32, 32), "score.0.bias": torch.randn(32),
+                    "score.2.weight": torch.randn(2, 32), "score.2.bias": torch.randn(2)})
+    save_file({k: v.contiguous() for k, v in tensors.items()}, folder / "model.safetensors")
+    return str(folder)
+
+
+def test_rescue_with_a_qwen_prm_checkpoint(tiny_folder, prm_folder):
+    lm = make_lm(base=tiny_folder, helper=tiny_folder, prm=prm_folder, n=2, budget=16, buffer=8, max_steps=2,
+                 max_step_tokens=6, device="cpu")
+    (response,) = lm.generate_until([Request(lm.apply_chat_template(MESSAGES))], disable_tqdm=True)
+    info = lm.get_model_info()["kvrescue"]
+    assert (info["scorer"], info["prm"]) == ("qwen-prm", prm_folder)
+    assert 1 <= response.stats["steps"] <= 2 and response.stats["helper_tokens"] > 0

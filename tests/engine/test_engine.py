@@ -104,6 +104,8 @@ def test_trajectory_lengths_and_memory_bound_after_every_commit(tokenizer, model
     cfg = EngineConfig(n_base=2, n_helper=2, max_steps=8, max_step_tokens=12, max_problems_in_flight=2)
     results = Engine(base, helper, AlternatingScorer(2), cfg, on_event=on_event).run(problems(3))
     assert len(checked) == sum(r.stats["steps"] for r in results)
+    for p in (base, helper):  # finished problems leave no state behind (memory stays bounded over a run)
+        assert not p.committed and not p.group_of and not p.generators
     for result in results:
         assert result.text == "".join(result.steps)
         assert result.stats["output_tokens"] == sum(map(len, result.step_ids))
