@@ -2,12 +2,13 @@
 
 Every word of the task (and of the default math system prompt, so a scorer that sends it still
 tokenizes cleanly) is one token, with and without its leading space; "\n" and "\n\n" are tokens; the
-chat markers, EOS and the PRM step tag "<extra_0>" are special tokens. Byte-level pre-tokenization and
-decoding make decode(encode(text)) == text for every text over the vocabulary.
+chat markers, EOS and the PRM step tag "<extra_0>" are special tokens; decode(encode(text)) == text.
+It is a `Qwen2Tokenizer` because transformers' AutoTokenizer always builds that class for a Qwen2
+checkpoint, whatever tokenizer.json holds: training must see the tokenizer the engine will load.
 """
 
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
+from tokenizers import AddedToken
+from transformers import Qwen2Tokenizer
 
 from kvrescue_eval.tasks.kv_recall.words import EQUALS, KEYS, LIST_MARK, QUERY_MARK, SYSTEM, VALUES
 
@@ -22,8 +23,6 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
-# A word with its optional leading space, a run of newlines, or a lone space.
-SPLIT_PATTERN = r"\n+| ?[^\s]+| "
 
 
 def words():
@@ -31,18 +30,31 @@ def words():
     return [*ROLES, *KEYS, *VALUES, *dict.fromkeys(text.split())]
 
 
-def vocabulary():
-    to_bytes = _byte_encoder()
-    pieces = [*SPECIAL_TOKENS, "\n", "\n\n", " "]
-    for word in words():
-        pieces += [word, " " + word]
-    encoded = ["".join(to_bytes[b] for b in piece.encode()) if piece not in SPECIAL_TOKENS else piece
-               for piece in pieces]
-    return {piece: i for i, piece in enumerate(dict.fromkeys(encoded))}
+def build_tokenizer():
+    """A Qwen2Tokenizer (the class AutoTokenizer picks for any Qwen2 checkpoint) whose BPE vocabulary is
+    the 256 byte symbols plus "\n\n"; every word, with and without its leading space, is an added token,
+    matched before pre-tokenization, so each word is one token."""
+    to_unicode = _byte_encoder()
+    vocab = {PAD: 0}
+    for b in range(256):
+        vocab.setdefault(to_unicode[b], len(vocab))
+    vocab[to_unicode[10] * 2] = len(vocab)  # "\n\n"
+    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=[(to_unicode[10], to_unicode[10])], unk_token=PAD,
+                               eos_token=EOS, pad_token=PAD, additional_special_tokens=[IM_START, EOS, STEP_TAG],
+                               model_max_length=4096)
+    pieces = [piece for word in words() for piece in (word, " " + word)] + [" " + QUERY_MARK]
+    tokenizer.add_tokens([AddedToken(piece, normalized=False) for piece in dict.fromkeys(pieces)])
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def save_tokenizer(tokenizer, folder):
+    # The template goes into tokenizer_config.json: package data does not include *.jinja files.
+    tokenizer.save_pretrained(folder, save_jinja_files=False)
 
 
 def _byte_encoder():
-    # The GPT-2 byte-to-unicode table that tokenizers' ByteLevel uses.
+    # The GPT-2 byte-to-unicode table of byte-level BPE.
     printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) \
         + list(range(ord("®"), ord("ÿ") + 1))
     chars, extra = printable[:], 0
@@ -52,22 +64,3 @@ def _byte_encoder():
             chars.append(256 + extra)
             extra += 1
     return {b: chr(c) for b, c in zip(printable, chars)}
-
-
-def build_tokenizer():
-    core = Tokenizer(models.WordLevel(vocabulary(), unk_token=UNK))
-    core.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(SPLIT_PATTERN), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
-    core.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, unk_token=UNK, pad_token=PAD, eos_token=EOS,
-        additional_special_tokens=[IM_START, STEP_TAG], model_max_length=4096)
-    tokenizer.chat_template = CHAT_TEMPLATE
-    return tokenizer
-
-
-def save_tokenizer(tokenizer, folder):
-    # The template goes into tokenizer_config.json: package data does not include *.jinja files.
-    tokenizer.save_pretrained(folder, save_jinja_files=False)

@@ -1,7 +1,8 @@
 """Writes the kv_recall data: `python -m kvrescue_eval.tasks.kv_recall.generate` (byte-identical on rerun).
 
 A problem lists PAIRS key/value pairs (distinct keys, distinct values) and asks for QUERIES of the keys
-in a given order; the answer is one step "key = value" per query, steps separated by a blank line.
+in a given order, as blanks to fill ("key = ?"); the answer is one step "key = value" per query, steps
+separated by a blank line.
 Every step starts with a space, as every word of the question does, so that a word is the same token
 wherever it appears (the tokenizer is byte-level: "ant" and " ant" are different tokens).
 """
@@ -13,8 +14,8 @@ from pathlib import Path
 
 from .words import EQUALS, KEYS, LIST_MARK, QUERY_MARK, SYSTEM, VALUES
 
-PAIRS = 40
-QUERIES = 8
+PAIRS = 16
+QUERIES = 4
 SPLITS = {"train": (4000, 1234), "test": (200, 4321)}  # split -> (problems, seed)
 DATA_DIR = Path(__file__).parent / "data"
 STEP_SEPARATOR = "\n\n"
@@ -23,12 +24,13 @@ STEP_PREFIX = " "
 
 def question(pairs, queries):
     listing = " ".join(f"{k} {v}" for k, v in pairs)
-    return f"{LIST_MARK} {listing} {QUERY_MARK} {' '.join(queries)}"
+    blanks = STEP_SEPARATOR.join(f"{STEP_PREFIX}{q} {EQUALS} {QUERY_MARK}" for q in queries)
+    return f"{LIST_MARK} {listing}{STEP_SEPARATOR}{blanks}"
 
 
 def pairs_of(problem):
     """The (key, value) pairs listed in a problem's question, in order."""
-    words = problem["question"].split(f" {QUERY_MARK} ")[0].split()[1:]
+    words = problem["question"].split(STEP_SEPARATOR)[0].split()[1:]
     return list(zip(words[0::2], words[1::2]))
 
 

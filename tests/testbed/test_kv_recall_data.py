@@ -24,10 +24,12 @@ def test_every_problem_follows_the_definition(split):
     problems = [json.loads(line) for line in shipped(split).decode().splitlines()]
     assert len(problems) == generate.SPLITS[split][0]
     for problem in problems:
-        words = problem["question"].split()
-        assert words[0] == "pairs" and words[2 * generate.PAIRS + 1] == "?"
-        keys, values = words[1:2 * generate.PAIRS + 1:2], words[2:2 * generate.PAIRS + 1:2]
-        queries = words[2 * generate.PAIRS + 2:]
+        listing, *blanks = problem["question"].split("\n\n")
+        words = listing.split()
+        assert words[0] == "pairs" and len(words) == 1 + 2 * generate.PAIRS
+        keys, values = words[1::2], words[2::2]
+        assert all(blank.startswith(" ") and blank.endswith(" = ?") for blank in blanks)
+        queries = [blank.split()[0] for blank in blanks]
         assert len(set(keys)) == generate.PAIRS and set(keys) <= set(KEYS)
         assert len(set(values)) == generate.PAIRS and set(values) <= set(VALUES)
         assert len(set(queries)) == generate.QUERIES and set(queries) <= set(keys)
@@ -41,9 +43,10 @@ def test_train_and_test_problems_differ():
     assert not train & test
 
 
-def test_the_pairs_alone_overflow_the_tightest_budgets():
-    # Every key and every value is one token: the listing alone is 2 * PAIRS tokens.
-    assert 2 * generate.PAIRS > 64
+def test_the_pairs_overflow_the_tightest_budget():
+    # Every key and every value is one token: the listing alone is 2 * PAIRS tokens, and a budget of 32
+    # keeps 32 - 8 slots besides the 8 newest (the end of the prompt: chat markers and the last blank).
+    assert 2 * generate.PAIRS > 32 - 8
 
 
 DOC = {"steps": ["ant = amber", "bee = apple"]}

@@ -1,7 +1,7 @@
 """The testbed's word-level tokenizer, as saved to disk and loaded by transformers."""
 
 import pytest
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, Qwen2Config
 
 from kvrescue_eval.model_adapters.testbed.tokenizer import build_tokenizer, save_tokenizer
 from kvrescue_eval.tasks.kv_recall.words import KEYS, VALUES
@@ -9,9 +9,17 @@ from kvrescue_eval.tasks.kv_recall.words import KEYS, VALUES
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
+    # Beside a Qwen2 config, as in a checkpoint folder: AutoTokenizer then picks the class by model type.
     folder = tmp_path_factory.mktemp("tok")
+    Qwen2Config(vocab_size=600).save_pretrained(folder)
     save_tokenizer(build_tokenizer(), folder)
     return AutoTokenizer.from_pretrained(folder)
+
+
+def test_loaded_tokenizer_encodes_as_the_built_one(tokenizer):
+    text = "<|im_start|>user\npairs ant amber\n\n ant = ?<|im_end|>\n<|im_start|>assistant\n ant = amber<|im_end|>"
+    built = build_tokenizer()
+    assert tokenizer(text, add_special_tokens=False)["input_ids"] == built(text, add_special_tokens=False)["input_ids"]
 
 
 def test_chat_template_renders_the_qwen_layout(tokenizer):
@@ -26,7 +34,6 @@ def test_every_word_is_one_token_and_text_round_trips(tokenizer):
     text = "<|im_start|>user\npairs " + " ".join(f"{k} {v}" for k, v in zip(KEYS, VALUES)) \
         + " ? ant<|im_end|>\n<|im_start|>assistant\n ant = amber\n\n bee = apple<extra_0><|im_end|>"
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-    assert tokenizer.unk_token_id not in ids
     assert tokenizer.decode(ids) == text
     # im_start, user, \n, pairs, 2 words per pair, ?, ant, im_end, \n, im_start, assistant, \n,
     # ant = amber \n\n bee = apple, <extra_0>, im_end
@@ -41,6 +48,6 @@ def test_special_tokens(tokenizer):
         tokenizer("\n", add_special_tokens=False)["input_ids"]
 
 
-def test_unknown_words_become_unk_not_an_error(tokenizer):
+def test_unknown_words_fall_back_to_bytes_and_round_trip(tokenizer):
     ids = tokenizer("pairs zebra", add_special_tokens=False)["input_ids"]
-    assert ids[1] == tokenizer.unk_token_id
+    assert len(ids) == 1 + len(" zebra") and tokenizer.decode(ids) == "pairs zebra"
