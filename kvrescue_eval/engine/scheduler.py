@@ -115,7 +115,8 @@ class Engine:
             helper = None
         self.base, self.helper, self.scorer, self.config = base, helper, scorer, config
         self.policies = {role: p for role, p in ((BASE, base), (HELPER, helper)) if p is not None}
-        self.primary = base if base is not None else helper  # its tokens measure the context
+        self.primary_role = BASE if base is not None else HELPER  # its tokens measure the context
+        self.primary = self.policies[self.primary_role]
         self.share_ids = (base is not None and helper is not None
                           and base.tokenizer_key == helper.tokenizer_key)
         self.on_event = on_event or (lambda *args, **kwargs: None)
@@ -139,7 +140,7 @@ class Engine:
 
     def _start(self, index: int, problem: Problem) -> ProblemState:
         lengths = {role: p.start(problem.key, problem.conversation) for role, p in self.policies.items()}
-        state = ProblemState(index, problem, lengths[BASE if self.base is not None else HELPER])
+        state = ProblemState(index, problem, lengths[self.primary_role])
         self._begin_step(state)
         return state
 
@@ -159,8 +160,8 @@ class Engine:
                 state.finish_reason = "context"
                 return
             seeds = [stream_seed(config.seed, state.key, role, len(state.steps), i) for i in range(count)]
-            monitor = (lambda: CandidateMonitor(config.detector)) if role == BASE and config.detector else None
-            state.candidates += [Candidate(role, row, cap, monitor() if monitor else None)
+            screened = role == BASE and config.detector is not None  # helper candidates never are
+            state.candidates += [Candidate(role, row, cap, CandidateMonitor(config.detector) if screened else None)
                                  for row in policy.fork(state.key, seeds)]
 
     def _decode_one_token(self, states: list[ProblemState]) -> None:
@@ -181,7 +182,7 @@ class Engine:
         cand.text = policy.decode_text(cand.tokens)
         if STEP_SEPARATOR in cand.text or len(cand.tokens) >= cand.cap:
             cand.done = True
-        if cand.monitor is not None and not cand.eos:
+        if cand.monitor is not None:
             reason = cand.monitor.update(entropy, cand.text)
             if reason is not None:
                 cand.aborted, cand.done = reason, True
@@ -195,10 +196,8 @@ class Engine:
     def _score_and_commit(self, states: list[ProblemState]) -> None:
         if not states:
             return
-        pools = []
-        for state in states:
-            pool = [c for c in state.candidates if c.aborted is None] or state.candidates
-            pools.append(pool)
+        # aborted candidates compete only when nothing else is left (N_h = 0, all aborted)
+        pools = [[c for c in s.candidates if c.aborted is None] or s.candidates for s in states]
         scored = [(s, p) for s, p in zip(states, pools) if len(p) > 1]
         scores = self.scorer.score([
             ScoreRequest(key=s.key, question=s.problem.question, system=s.problem.system,
@@ -215,8 +214,7 @@ class Engine:
         appended = None
         if other is not None:
             appended = other.append(key, winner.text, winner.tokens if self.share_ids else None)
-        primary_role = BASE if self.base is not None else HELPER
-        state.step_ids.append(list(winner.tokens) if winner.role == primary_role else appended)
+        state.step_ids.append(list(winner.tokens) if winner.role == self.primary_role else appended)
         state.stats["output_tokens"] += len(state.step_ids[-1])
         state.steps.append(winner.text)
         state.sources.append(winner.role)
