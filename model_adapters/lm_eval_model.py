@@ -40,6 +40,7 @@ class KVRescueLM(LM):
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
         from tqdm import tqdm
 
+        self._warn_about_ignored_settings(requests)
         seen = Counter()
         problems = []
         for request in requests:
@@ -68,6 +69,14 @@ class KVRescueLM(LM):
             self.finish_reasons[result.finish_reason] += 1
             responses.append(TextWithStats(result.text, result.stats, result.finish_reason))
         return responses
+
+    def _warn_about_ignored_settings(self, requests) -> None:
+        ours = {"temperature": self.args.temperature, "top_p": self.args.top_p, "top_k": self.args.top_k}
+        differing = sorted({f"{name}={kwargs[name]}" for request in requests for kwargs in [request.args[1] or {}]
+                            for name in ours if name in kwargs and kwargs[name] != ours[name]})
+        if differing:
+            logger.warning("the task asks for %s; kvrescue samples with its model_args %s (set them there)",
+                           ", ".join(differing), ours)
 
     def loglikelihood(self, requests, disable_tqdm: bool = False):
         raise NotImplementedError(_GENERATES_ONLY)
