@@ -42,7 +42,7 @@ def workload():
     if testbed_available():
         from kvrescue_eval.tasks.kv_recall.utils import conversation, passed, read_split
 
-        docs = read_split("test")[:sizes(32, 4)]
+        docs = read_split("test")[:sizes(200, 16)]  # all 200 test problems: tiny models, seconds
         problems = [Problem(f"kv{i}", conversation(doc)) for i, doc in enumerate(docs)]
         correct = {f"kv{i}": doc["steps"] for i, doc in enumerate(docs)}
         return TESTBED_PRESET, problems, {}, "kv_recall testbed", lambda key, text: passed(text, correct[key])
