@@ -1,0 +1,92 @@
+"""A model switched to our attention (`kvrescue_sdpa` / `kvrescue_eager`) behaves exactly like the stock
+model with any cache that is not an `EvictingCache`, or none: the evicting logic is for our cache only.
+
+The reference is the same weights with transformers' own attention, fed the same left-padded batch.
+"""
+
+import pytest
+import torch
+from transformers import DynamicCache
+
+from kvrescue_eval.model_adapters.evicting_attention import use_evicting_attention
+from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
+
+from test_evicting_cache import VOCAB, clone_model, tiny_model
+
+TOL = 1e-5
+LENGTHS = (9, 4, 7)   # prompts of different lengths, left-padded to the longest
+DECODE_STEPS = 4
+
+
+def left_padded_batch(seed=3):
+    width = max(LENGTHS)
+    ids = torch.zeros(len(LENGTHS), width, dtype=torch.long)
+    mask = torch.zeros(len(LENGTHS), width, dtype=torch.long)
+    generator = torch.Generator().manual_seed(seed)
+    for row, n in enumerate(LENGTHS):
+        ids[row, width - n:] = torch.randint(1, VOCAB, (n,), generator=generator)
+        mask[row, width - n:] = 1
+    return ids, mask
+
+
+def positions(mask):
+    """Each real token's index among its row's real tokens (as `generate` computes them); pads get 1."""
+    return (mask.cumsum(-1) - 1).masked_fill(mask == 0, 1)
+
+
+def ours_and_stock(kind, attention):
+    stock = tiny_model(kind, attention)
+    ours = clone_model(stock, attention)
+    use_evicting_attention(ours)
+    assert ours.config._attn_implementation.startswith("kvrescue_")
+    return ours, stock
+
+
+def decode_with_dynamic_cache(model, ids, mask):
+    """Logits of the real prefill tokens, then of DECODE_STEPS greedy-free fixed next tokens."""
+    follow = torch.randint(1, VOCAB, (ids.shape[0], DECODE_STEPS), generator=torch.Generator().manual_seed(5))
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad():
+        out = [model(ids, attention_mask=mask, position_ids=positions(mask), past_key_values=cache).logits[mask == 1]]
+        for step in range(DECODE_STEPS):
+            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=-1)
+            out.append(model(follow[:, step:step + 1], attention_mask=mask, position_ids=positions(mask)[:, -1:],
+                             past_key_values=cache).logits[:, -1])
+    return torch.cat(out)
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "llama"])
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_left_padded_batch_with_dynamic_cache_equals_stock_attention(kind, attention):
+    ours, stock = ours_and_stock(kind, attention)
+    ids, mask = left_padded_batch()
+    got, want = decode_with_dynamic_cache(ours, ids, mask), decode_with_dynamic_cache(stock, ids, mask)
+    assert torch.isfinite(want).all()
+    assert (got - want).abs().max() < TOL
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "llama"])
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_left_padded_batch_without_cache_equals_stock_attention(kind, attention):
+    ours, stock = ours_and_stock(kind, attention)
+    ids, mask = left_padded_batch()
+    with torch.no_grad():
+        got, want = (model(ids, attention_mask=mask, position_ids=positions(mask), use_cache=False).logits[mask == 1]
+                     for model in (ours, stock))
+    assert (got - want).abs().max() < TOL
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_plain_cache_between_evicting_cache_steps_equals_stock_attention(attention):
+    """One model serving both: the evicting cache's steps leave nothing behind that changes a plain cache's."""
+    ours, stock = ours_and_stock("qwen2", attention)
+    ids, mask = left_padded_batch()
+    evicting = make_evicting_cache(ours, budget=16, buffer=4)
+    tokens = torch.randint(1, VOCAB, (2, 30), generator=torch.Generator().manual_seed(11))
+    with torch.no_grad():
+        ours(tokens[:, :20], past_key_values=evicting)
+        got = decode_with_dynamic_cache(ours, ids, mask)
+        for t in range(20, 30):
+            ours(tokens[:, t:t + 1], past_key_values=evicting, position_ids=evicting.next_positions(1))
+    assert evicting.physical_size <= 16 + 4
+    assert (got - decode_with_dynamic_cache(stock, ids, mask)).abs().max() < TOL
