@@ -3,6 +3,13 @@
 Every candidate row owns a `torch.Generator` seeded from (run seed, problem key, role, step,
 candidate index), so a row draws the same tokens whatever else is in the batch, and the same seed
 gives the same output. Processing order follows transformers: temperature, then top-k, then top-p.
+
+`sample` filters only the top-k candidates (torch.topk, then softmax and top-p among those k) and
+draws by inverse CDF with one uniform per row. The distribution it samples is exactly
+`filtered_probs` (full-vocabulary filtering): tokens outside the top k have probability 0 there, and
+the softmax over the k survivors is the full softmax renormalised to them, so top-p sees the same
+probabilities. Tokens tied with the k-th logit are kept, as transformers does (such rows are widened
+to all tied tokens). Only the map from a seed to tokens differs from a multinomial over the vocabulary.
 """
 
 import hashlib
@@ -60,12 +67,39 @@ def filtered_probs(logits: torch.Tensor, params: SamplingParams) -> torch.Tensor
     return torch.softmax(scaled, dim=-1)
 
 
+def candidates(logits: torch.Tensor, params: SamplingParams) -> tuple[torch.Tensor, torch.Tensor]:
+    """(token ids, probabilities), each (rows, width): the tokens that may be drawn after temperature,
+    top-k and top-p, most likely first, with the probabilities of `filtered_probs` (others are 0)."""
+    logits = logits.float()
+    vocab, k = logits.shape[-1], params.top_k
+    if not k or k >= vocab:
+        values, ids = torch.sort(logits, dim=-1, descending=True)
+    else:
+        width = k  # widened until no row has a token beyond it tied with its k-th logit
+        while True:
+            values, ids = torch.topk(logits, min(width + 1, vocab), dim=-1)
+            if width >= vocab or not bool((values[:, width] == values[:, k - 1]).any()):
+                break
+            width *= 2
+        values, ids = values[:, :width], ids[:, :width]
+        values = values.masked_fill(values < values[:, k - 1:k], float("-inf"))
+    probs = torch.softmax(values / params.temperature, dim=-1)
+    if params.top_p < 1.0:
+        # drop a token when the tokens strictly more likely already reach top_p (the first always stays)
+        probs = probs.masked_fill((probs.cumsum(dim=-1) - probs) >= params.top_p, 0.0)
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    return ids, probs
+
+
 def sample(logits: torch.Tensor, params: SamplingParams, generators) -> tuple[list[int], list[float]]:
     """One token per row of (rows, vocab) logits, each drawn with that row's generator, and the
-    entropy of each row's own distribution (before temperature)."""
+    entropy of each row's own full-vocabulary distribution (before temperature)."""
     entropies = entropy(logits).tolist()
     if params.temperature == 0:
         return logits.argmax(dim=-1).tolist(), entropies
-    probs = filtered_probs(logits, params).cpu()
-    tokens = [int(torch.multinomial(row, 1, generator=gen)) for row, gen in zip(probs, generators)]
-    return tokens, entropies
+    ids, probs = (t.cpu() for t in candidates(logits, params))
+    cdf = probs.double().cumsum(dim=-1)
+    uniforms = torch.cat([torch.rand(1, generator=gen, dtype=torch.float64) for gen in generators])
+    # the first candidate whose cumulative probability exceeds u * total (zero-probability ones never do)
+    picks = torch.searchsorted(cdf, (uniforms * cdf[:, -1])[:, None], right=True).clamp_(max=cdf.shape[-1] - 1)
+    return ids.gather(1, picks).squeeze(1).tolist(), entropies

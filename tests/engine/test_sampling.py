@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from kvrescue_eval.engine.sampling import SamplingParams, entropy, filtered_probs, make_generator, sample, stream_seed
+from kvrescue_eval.engine.sampling import (SamplingParams, candidates, entropy, filtered_probs, make_generator, sample,
+                                          stream_seed)
 
 LOGITS = torch.tensor([[3.0, 2.0, 1.0, 0.0]])
 
@@ -30,6 +31,46 @@ def test_entropy_is_of_the_untempered_distribution():
 ])
 def test_filtered_distribution(params, expected):
     torch.testing.assert_close(filtered_probs(LOGITS, params)[0], torch.tensor(expected), atol=1e-6, rtol=0)
+    ids, probs = candidates(LOGITS, params)  # the top-k-first path: the same probabilities per token
+    on_vocab = torch.zeros(4).index_add_(0, ids[0], probs[0])
+    torch.testing.assert_close(on_vocab, torch.tensor(expected), atol=1e-6, rtol=0)
+
+
+def test_top_k_keeps_every_token_tied_with_the_kth():
+    logits = torch.tensor([[0.0, 2.0, 1.0, 1.0, 1.0, -1.0]])
+    expected = [0.0] + softmax([2.0, 1.0, 1.0, 1.0]) + [0.0]
+    torch.testing.assert_close(filtered_probs(logits, SamplingParams(1.0, 1.0, 2))[0], torch.tensor(expected))
+    ids, probs = candidates(logits, SamplingParams(1.0, 1.0, 2))
+    torch.testing.assert_close(torch.zeros(6).index_add_(0, ids[0], probs[0]), torch.tensor(expected))
+
+
+@pytest.mark.parametrize("params, expected", [
+    # temperature 2 -> logits/2 = [0, 1.5, 0.5, 1, -5]; top-k 3 keeps tokens 1, 3, 2;
+    # softmax([1.5, 1, 0.5]) = [0.506, 0.307, 0.186]; top-p 0.75: 0.506 < 0.75 <= 0.813 keeps tokens 1, 3
+    (SamplingParams(2.0, 0.75, 3), {1: softmax([1.5, 1.0])[0], 3: softmax([1.5, 1.0])[1]}),
+    (SamplingParams(1.0, 1.0, 3), dict(zip((1, 3, 2), softmax([3.0, 2.0, 1.0])))),
+    (SamplingParams(1.0, 1.0, 0), dict(enumerate(softmax([0.0, 3.0, 1.0, 2.0, -10.0])))),
+])
+def test_drawn_tokens_follow_the_filtered_distribution(params, expected):
+    """20000 rows, each with its own generator: frequencies against the hand-computed probabilities
+    (Pearson chi-square below the 0.999 quantile; the seeds are fixed, so the test is deterministic)."""
+    draws = 20000
+    logits = torch.tensor([[0.0, 3.0, 1.0, 2.0, -10.0]]).expand(draws, 5)
+    tokens, _ = sample(logits, params, [make_generator(seed) for seed in range(draws)])
+    counts = torch.bincount(torch.tensor(tokens), minlength=5).tolist()
+    assert {t for t, c in enumerate(counts) if c} <= set(expected)
+    chi2 = sum((counts[t] - draws * p) ** 2 / (draws * p) for t, p in expected.items())
+    assert chi2 < {1: 10.83, 2: 13.82, 4: 18.47}[len(expected) - 1]
+
+
+def test_large_vocabulary_draws_only_from_the_top_k_and_reports_full_entropy():
+    logits = torch.randn(4, 49152, generator=torch.Generator().manual_seed(0)) * 3
+    params = SamplingParams(0.8, 0.95, 20)
+    tokens, entropies = sample(logits, params, [make_generator(seed) for seed in range(4)])
+    top = torch.topk(logits, 20).indices
+    assert all(t in top[i].tolist() for i, t in enumerate(tokens))
+    p = torch.softmax(logits.double(), -1)
+    torch.testing.assert_close(torch.tensor(entropies, dtype=torch.double), -(p * p.log()).sum(-1), atol=1e-4, rtol=0)
 
 
 def test_each_row_draws_from_its_own_stream_and_greedy_takes_the_argmax():
