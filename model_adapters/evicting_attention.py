@@ -8,9 +8,14 @@ patched. Around the stock sdpa / the model's own eager attention they
   3. capture the last `window` post-RoPE queries, and
   4. evict after the step's attention, when the cache layer says so.
 
-How the attention call finds its cache layer: `EvictingLayer.update` runs right before the attention
-call of the same module and hands itself over (thread-local); the call checks that the key tensor it
-received is the one that layer returned, so another cache (or none) falls back to plain attention.
+With any other cache (or none) both the mask builder and the attention are transformers' own, so a
+model switched to ours can also serve plain `DynamicCache` batches (e.g. the helper-logprob scorer's).
+Which cache a step uses is told by handovers on this thread, since neither call receives the cache:
+  - the mask builder: `EvictingLayer.get_mask_sizes`, which transformers calls right before building
+    the mask, announces the sizes it returned; the builder serves our cache only when it was called with
+    exactly those sizes, and transformers' own builder otherwise;
+  - the attention call: `EvictingLayer.update` runs right before the attention call of the same module
+    and hands itself over; the call checks that the key tensor it received is the one that layer returned.
 """
 
 import inspect
@@ -18,10 +23,11 @@ import threading
 
 import torch
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.masking_utils import AttentionMaskInterface
+from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
 from transformers.modeling_utils import AttentionInterface
 
 IMPLEMENTATIONS = {"sdpa": "kvrescue_sdpa", "eager": "kvrescue_eager"}
+STOCK_MASKS = {"sdpa": sdpa_mask, "eager": eager_mask}
 SUPPORTED_MODEL_TYPES = ("llama", "qwen2")
 
 _handoff = threading.local()
@@ -30,6 +36,18 @@ _handoff = threading.local()
 def hand_over(layer) -> None:
     """Called by `EvictingLayer.update`: the next attention call on this thread belongs to `layer`."""
     _handoff.layer = layer
+    _handoff.mask_sizes = None   # a mask announced for our cache was built (or the model's attention is stock)
+
+
+def announce_mask_sizes(kv_length: int, kv_offset: int) -> None:
+    """Called by `EvictingLayer.get_mask_sizes`: the next mask built with these sizes is for our cache."""
+    _handoff.mask_sizes = (kv_length, kv_offset)
+
+
+def _mask_is_for_evicting_cache(kv_length: int, kv_offset: int) -> bool:
+    sizes = getattr(_handoff, "mask_sizes", None)
+    _handoff.mask_sizes = None
+    return sizes == (kv_length, kv_offset)
 
 
 def _take_layer(key: torch.Tensor):
@@ -49,6 +67,19 @@ def chunk_mask(batch_size: int, q_length: int, kv_length: int, attention_mask=No
     if attention_mask is not None:
         chunk_valid = attention_mask[:, -q_length:].to(device=device, dtype=torch.bool)
         mask = mask & torch.nn.functional.pad(chunk_valid, (past, 0), value=True)[:, None, None, :]
+    return mask
+
+
+def _evicting_mask(base: str):
+    """Our chunk mask for an `EvictingCache`, transformers' own `base` mask builder for any other cache."""
+    stock = STOCK_MASKS[base]
+
+    def mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, **kwargs):
+        if _mask_is_for_evicting_cache(kv_length, kv_offset):
+            return chunk_mask(batch_size, q_length, kv_length, kwargs.get("attention_mask"), kwargs.get("device", "cpu"))
+        return stock(batch_size, q_length, kv_length, q_offset, kv_offset, **kwargs)
+
+    mask.__name__ = f"{IMPLEMENTATIONS[base]}_mask"
     return mask
 
 
@@ -89,19 +120,17 @@ def _model_eager_attention(module):
 
 def _evicting_attention(base: str):
     def attention(module, query, key, value, attention_mask, **kwargs):
+        stock = _model_eager_attention(module) if base == "eager" else sdpa_attention_forward
         layer = _take_layer(key)
+        if layer is None:   # another cache, or none: transformers' attention with transformers' mask
+            return stock(module, query, key, value, attention_mask, **kwargs)
         mask = _as_bool(attention_mask)
         q_length = query.shape[2]
-        if layer is not None:
-            chunk_valid = None if mask is None else mask[:, 0, -1, -q_length:]
-            layer.record_chunk(q_length, chunk_valid, kwargs.get("position_ids"))
-            mask = _slot_mask(layer, mask, q_length)
-        if base == "eager":
-            output = _model_eager_attention(module)(module, query, key, value, _additive(mask, query.dtype), **kwargs)
-        else:
-            output = sdpa_attention_forward(module, query, key, value, mask, **kwargs)
-        if layer is not None:
-            layer.after_attention(query)
+        chunk_valid = None if mask is None else mask[:, 0, -1, -q_length:]
+        layer.record_chunk(q_length, chunk_valid, kwargs.get("position_ids"))
+        mask = _slot_mask(layer, mask, q_length)
+        output = stock(module, query, key, value, _additive(mask, query.dtype) if base == "eager" else mask, **kwargs)
+        layer.after_attention(query)
         return output
 
     attention.__name__ = f"{IMPLEMENTATIONS[base]}_attention"
@@ -112,7 +141,7 @@ def register() -> None:
     """Idempotent: put our attention functions and their mask builder into transformers' registries."""
     for base, name in IMPLEMENTATIONS.items():
         AttentionInterface.register(name, _evicting_attention(base))
-        AttentionMaskInterface.register(name, chunk_mask)
+        AttentionMaskInterface.register(name, _evicting_mask(base))
 
 
 def check_servable(model) -> None:

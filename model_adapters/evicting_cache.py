@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
-from .evicting_attention import hand_over, use_evicting_attention
+from .evicting_attention import announce_mask_sizes, hand_over, use_evicting_attention
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,9 @@ class EvictingLayer(DynamicLayer):
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
         physical = self.keys.shape[-2] if self.is_initialized else 0
-        return physical + query_length, self.get_seq_length() - physical
+        sizes = physical + query_length, self.get_seq_length() - physical
+        announce_mask_sizes(*sizes)
+        return sizes
 
     def crop(self, tokens_to_remove: int) -> None:
         raise NotImplementedError("an evicting cache cannot be cropped; fork it (cache.fork) before trying tokens")
