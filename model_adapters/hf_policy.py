@@ -11,7 +11,9 @@ alone. `batch_problems=True`: the groups of all problems go through one forward 
 concatenated, shorter ones left-padded with masked slots, each row evicting on its own schedule),
 which is faster (weights are read once per token); a row's logits then differ from running alone by
 float rounding only (tested < 1e-5 in float32), which can flip a sampled token only when a uniform
-draw falls within that distance of a cumulative-probability boundary.
+draw falls within that distance of a cumulative-probability boundary. The joined cache persists
+across tokens: groups are copied in when they start decoding and out when they stop (rows end,
+commit, abort), not joined and split around every forward pass.
 """
 
 import hashlib
@@ -25,11 +27,11 @@ import torch
 from kvrescue_eval.engine.sampling import SamplingParams, make_generator, sample
 
 
-@dataclass
+@dataclass(eq=False)
 class RowGroup:
     key: Hashable
     rows: list            # row handles, one per batch row of `cache`
-    cache: object         # a transformers Cache with batch = len(rows)
+    cache: object         # a transformers Cache with batch = len(rows); None while in the joined batch
     logits: torch.Tensor  # (len(rows), vocab) next-token logits
     length: int           # logical length (tokens seen) of every row
 
@@ -77,6 +79,8 @@ class HFPolicy:
         self.group_of: dict[Hashable, RowGroup] = {}       # row -> its group
         self.generators: dict[Hashable, torch.Generator] = {}
         self._row_ids = itertools.count()
+        self._joined: list[RowGroup] = []   # batch_problems: groups whose rows live in `_joined_cache`, in order
+        self._joined_cache = None
 
     # -- committed state -------------------------------------------------------------------------
     @torch.inference_mode()
@@ -111,6 +115,7 @@ class HFPolicy:
 
     def commit(self, key, row) -> None:
         group = self.group_of[row]
+        self._leave([group])
         cache, logits = self._take(group, [group.rows.index(row)])
         self.committed[key] = RowGroup(key, [None], cache, logits, group.length)
         self._drop_rows(key)
@@ -141,28 +146,57 @@ class HFPolicy:
         groups = []
         for group in {id(self.group_of[r]): self.group_of[r] for r in rows}.values():
             groups.append(self._park_finished(group, wanted) if any(r not in wanted for r in group.rows) else group)
+        if self.batch_problems:
+            return self._decode_joined(groups, rows)
         out = {}
-        batches = [groups] if self.batch_problems else [[group] for group in groups]
-        for batch in batches:
-            members = [r for group in batch for r in group.rows]
-            logits = torch.cat([group.logits for group in batch])
-            tokens, entropies = sample(logits, self.sampling, [self.generators[r] for r in members])
-            self._advance(batch, tokens)
-            out.update({r: (t, e) for r, t, e in zip(members, tokens, entropies)})
+        for group in groups:  # one forward pass per problem
+            tokens, entropies = sample(group.logits, self.sampling, [self.generators[r] for r in group.rows])
+            group.logits = self._forward([[t] for t in tokens], group.cache)
+            group.length += 1
+            out.update({r: (t, e) for r, t, e in zip(group.rows, tokens, entropies)})
         return [out[r][0] for r in rows], [out[r][1] for r in rows]
 
-    def _advance(self, batch: list[RowGroup], tokens: list[int]) -> None:
-        """Feed one token to every row of these groups: one forward pass for all of them."""
-        cache = batch[0].cache if len(batch) == 1 else type(batch[0].cache).concat([g.cache for g in batch])
-        logits = self._forward([[t] for t in tokens], cache)
-        sizes = [len(group.rows) for group in batch]
-        caches = [cache] if len(batch) == 1 else cache.split(sizes)
-        for group, part_cache, part_logits in zip(batch, caches, logits.split(sizes)):
-            group.cache, group.logits = part_cache, part_logits
+    def _decode_joined(self, groups: list[RowGroup], rows: Sequence) -> tuple[list[int], list[float]]:
+        """One token for every row of `groups` in one forward pass over the persistent joined cache."""
+        self._leave([g for g in self._joined if not any(g is x for x in groups)])
+        new = [g for g in groups if not any(g is x for x in self._joined)]
+        if new:
+            parts = ([self._joined_cache] if self._joined else []) + [g.cache for g in new]
+            self._joined_cache = parts[0] if len(parts) == 1 else type(parts[0]).concat(parts)
+            self._joined += new
+            for group in new:
+                group.cache = None
+        batch = self._joined
+        members = [r for group in batch for r in group.rows]
+        tokens, entropies = sample(torch.cat([g.logits for g in batch]), self.sampling,
+                                   [self.generators[r] for r in members])
+        logits = self._forward([[t] for t in tokens], self._joined_cache)
+        for group, part in zip(batch, logits.split([len(g.rows) for g in batch])):
+            group.logits = part
             group.length += 1
+        out = {r: (t, e) for r, t, e in zip(members, tokens, entropies)}
+        return [out[r][0] for r in rows], [out[r][1] for r in rows]
+
+    def _leave(self, groups: list[RowGroup], keep_cache: bool = True) -> None:
+        """Take these groups out of the joined batch (those in it), each with its own copy of its rows."""
+        spans, start = {}, 0
+        for group in self._joined:
+            spans[id(group)] = torch.arange(start, start + len(group.rows), device=self.device)
+            start += len(group.rows)
+        leaving = {id(g) for g in groups if id(g) in spans}
+        if not leaving:
+            return
+        for group in self._joined:
+            if id(group) in leaving and keep_cache:  # the whole batch is handed over without a copy
+                group.cache = (self._joined_cache if len(self._joined) == 1
+                               else self._joined_cache.select(spans[id(group)]))
+        self._joined = [g for g in self._joined if id(g) not in leaving]
+        self._joined_cache = (self._joined_cache.select(torch.cat([spans[id(g)] for g in self._joined]))
+                              if self._joined else None)
 
     def abort(self, rows: Sequence) -> None:
         for row in rows:
+            self._leave([self.group_of[row]])
             group = self.group_of.pop(row)
             self.generators.pop(row, None)
             keep = [i for i, r in enumerate(group.rows) if r != row]
@@ -187,6 +221,7 @@ class HFPolicy:
 
     def _park_finished(self, group: RowGroup, wanted: set) -> RowGroup:
         """Split `group` into the rows still decoding (returned) and the finished rows (parked)."""
+        self._leave([group])
         live = [i for i, r in enumerate(group.rows) if r in wanted]
         done = [i for i, r in enumerate(group.rows) if r not in wanted]
         cache, logits = self._take(group, done)
@@ -200,6 +235,7 @@ class HFPolicy:
         return group
 
     def _drop_rows(self, key) -> None:
+        self._leave(self.groups.get(key, []), keep_cache=False)
         for group in self.groups.get(key, []):
             for row in group.rows:
                 self.group_of.pop(row, None)

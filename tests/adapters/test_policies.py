@@ -57,6 +57,44 @@ def test_commit_keeps_the_rows_own_tokens():
     torch.testing.assert_close(p.next_token_logits("k"), fresh, atol=1e-4, rtol=0)
 
 
+def test_rows_of_problems_in_one_joined_batch_keep_their_own_tokens_as_rows_come_and_go():
+    """batch_problems: the joined cache persists while rows start, finish, abort and commit; each
+    committed state still equals a fresh prefill of its own prompt and tokens."""
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer, seed=5, scale=10.0)
+    p = HFPolicy(model, tokenizer, SAMPLING, lambda: make_evicting_cache(model, budget=None), batch_problems=True)
+    prompts = {"a": CONVERSATION, "b": [{"role": "user", "content": "A longer question: 12 * 7 + 5?"}]}
+    for key, conversation in prompts.items():
+        p.start(key, conversation)
+    drawn = {}
+
+    def decode(rows):
+        for row, token in zip(rows, p.decode(rows)[0]):
+            drawn.setdefault(row, []).append(token)
+
+    a, b = p.fork("a", [1, 2, 3]), None
+    for _ in range(2):
+        decode(a)
+    b = p.fork("b", [4, 5])                 # a step starts while another is decoding
+    for _ in range(2):
+        decode(a + b)
+    decode(a[:1] + b)                       # rows a1, a2 end their step
+    p.abort([b[1]])
+    decode(a[:1] + b[:1])
+    p.commit("a", a[2])
+    decode(b[:1])
+    p.commit("b", b[0])
+
+    def fresh(key, tokens):
+        with torch.no_grad():
+            return model(torch.tensor([render_prompt(tokenizer, prompts[key]) + tokens])).logits[0, -1]
+
+    assert len(drawn[a[2]]) == 4 and len(drawn[b[0]]) == 5
+    torch.testing.assert_close(p.next_token_logits("a"), fresh("a", drawn[a[2]]), atol=1e-4, rtol=0)
+    torch.testing.assert_close(p.next_token_logits("b"), fresh("b", drawn[b[0]]), atol=1e-4, rtol=0)
+    assert not p.group_of and not p.generators
+
+
 class Alternate:
     name = "alternate"
 
