@@ -46,7 +46,7 @@ def new_cache(model, eviction):
 
 def build_components(args: ModelArgs):
     """(base policy or None, helper policy or None, scorer or None, EngineConfig), loading each model
-    once (base and helper share it when they are the same model)."""
+    once (base, helper and the helper-logprob scorer share it when they are the same model)."""
     from .evicting_attention import use_evicting_attention
     from .evicting_cache import EvictionPolicy
     from .hf_policy import HFPolicy
@@ -76,10 +76,9 @@ def build_components(args: ModelArgs):
                           name="helper", batch_problems=True)
     if n_base + n_helper > 1:
         if args.scorer == "helper-logprob":
-            # its own copy with stock attention: the scorer batches left-padded plain caches, which the
-            # evicting attention's mask does not serve
-            scorer_model, scorer_tokenizer = load_causal_lm(args.helper, args.dtype, args.device)
-            scorer = build_scorer("helper-logprob", model=scorer_model, tokenizer=scorer_tokenizer)
+            # the helper policy's own model: with the scorer's plain caches our attention is the stock one
+            helper_model, helper_tokenizer = model(args.helper)
+            scorer = build_scorer("helper-logprob", model=helper_model, tokenizer=helper_tokenizer)
         else:
             scorer = build_scorer(args.scorer, path=model_folder(args.prm), dtype=str(torch_dtype(args.dtype, args.device))
                                   .removeprefix("torch."), device=args.device)

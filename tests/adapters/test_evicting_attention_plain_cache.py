@@ -90,3 +90,45 @@ def test_plain_cache_between_evicting_cache_steps_equals_stock_attention(attenti
             ours(tokens[:, t:t + 1], past_key_values=evicting, position_ids=evicting.next_positions(1))
     assert evicting.physical_size <= 16 + 4
     assert (got - decode_with_dynamic_cache(stock, ids, mask)).abs().max() < TOL
+
+
+def test_helper_logprob_scorer_shares_the_helper_model_and_scores_as_a_separate_copy(tmp_path):
+    """build_components gives the helper-logprob scorer the helper policy's own model (switched to our
+    attention); its scores over trajectories of different lengths (left-padded prefixes, batched) equal
+    those of a separately loaded stock copy, also while the helper decodes with its evicting cache."""
+    from test_scorers import CANDIDATES, QUESTION, STEPS, tiny_tokenizer
+
+    from kvrescue_eval.engine.scoring import ScoreRequest
+    from kvrescue_eval.model_adapters.hf_loading import build_components, load_causal_lm
+    from kvrescue_eval.model_adapters.model_args import parse_model_args
+    from kvrescue_eval.model_adapters.scorers import build_scorer
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = tiny_tokenizer(tmp_path, "helper")
+    torch.manual_seed(1)
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                                 initializer_range=0.2)).save_pretrained(tmp_path / "helper")
+    folder = str(tmp_path / "helper")
+    args = parse_model_args(dict(base=folder, helper=folder, scorer="helper-logprob", n=2, budget=16, buffer=8,
+                                 dtype="float32", device="cpu"))
+    _, helper, shared, _ = build_components(args)
+    assert shared.model is helper.model and helper.model.config._attn_implementation == "kvrescue_sdpa"
+    model, tokenizer = load_causal_lm(folder, "float32", "cpu")
+    separate = build_scorer("helper-logprob", model=model, tokenizer=tokenizer)
+    assert model.config._attn_implementation == "sdpa"
+
+    evicting = make_evicting_cache(helper.model, budget=16, buffer=8)
+    decoded = torch.randint(1, len(tokenizer), (2, 40), generator=torch.Generator().manual_seed(2))
+    history = {"a": [], "bbbbbbbb": []}  # questions of different lengths: prefixes left-padded in one batch
+    with torch.no_grad():
+        helper.model(decoded[:, :10], past_key_values=evicting)
+        for n in range(3):
+            requests = [ScoreRequest(key, f"{QUESTION} {key}", list(steps), CANDIDATES) for key, steps in history.items()]
+            got = shared.score(requests)
+            for t in range(10 + 10 * n, 20 + 10 * n):
+                helper.model(decoded[:, t:t + 1], past_key_values=evicting, position_ids=evicting.next_positions(1))
+            assert got == [pytest.approx(want, abs=TOL) for want in separate.score(requests)]
+            for key in history:
+                history[key].append(STEPS[(n + len(key)) % len(STEPS)])
+    assert evicting.physical_size <= 16 + 8
