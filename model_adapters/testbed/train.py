@@ -1,13 +1,17 @@
 """Trains the kv_recall testbed models: `python -m kvrescue_eval.model_adapters.testbed.train`.
 
-base   a Qwen2 decoder with grouped-query attention that recalls nearly perfectly with its full cache;
-helper a narrower, shallower Qwen2 decoder trained for fewer steps: full context, weaker recall;
+base   a Qwen2 decoder with grouped-query attention, meant to recall nearly perfectly with its full cache;
+helper the same shape, trained on answers where a share of the values are wrong: full context, weaker;
 prm    a Qwen2 decoder with the Qwen2.5-Math-PRM score head, Linear(h, h), ReLU, Linear(h, 2), read at
        the "<extra_0>" tag after every step: label 1 when the step recalls the right pair.
 
-Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, one thread. Rerunning it with the
-same torch build reproduces the shipped weights bit for bit (a different thread count or CPU kernel
-may change the last bits of the sums, not the models' accuracy).
+Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, one thread; two runs give
+bit-identical weights (tests/testbed/test_training.py). A different thread count or CPU kernel may
+change the last bits of the sums.
+
+Status (README, section testbed): with these specs the models learn the answer format and the
+positional copy of each blank's key within a few hundred steps, but not the content lookup of the
+value within 3000 steps, so no weights are shipped yet.
 """
 
 import argparse
@@ -44,12 +48,12 @@ class Spec:
 
 
 SPECS = {
-    "base": Spec(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=192, steps=1200, lr=3e-3, seed=1),
+    "base": Spec(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=192, steps=3000, lr=3e-3, seed=1),
     # The helper's gap: it learns from answers where a share of the recalled values are wrong, so it
     # samples a wrong value now and then (independently per sample, as a weaker model does).
-    "helper": Spec(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=192, steps=1200, lr=3e-3, seed=2,
+    "helper": Spec(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=192, steps=2200, lr=3e-3, seed=2,
                    value_noise=0.25),
-    "prm": Spec(hidden=64, layers=3, heads=4, kv_heads=2, intermediate=192, steps=1200, lr=3e-3, seed=3),
+    "prm": Spec(hidden=64, layers=3, heads=4, kv_heads=2, intermediate=192, steps=3000, lr=3e-3, seed=3),
 }
 
 
