@@ -46,14 +46,12 @@ def summarize(results):
     metrics = results["results"][TASK]
     totals = results["config"]["kvrescue"]["totals"]
     steps = max(totals["steps"], 1)
-    base_candidates = totals["base_tokens"] and totals["early_exits"]  # aborted share of base candidates
     return {
         "pass_at_1": metrics["pass_at_1,none"],
         "step_accuracy": metrics["step_accuracy,none"],
         "helper_share": totals["helper_steps"] / steps,
         "early_exits_per_problem": totals["early_exits"] / totals["problems"],
         "base_tokens_per_problem": totals["base_tokens"] / totals["problems"],
-        "early_exits": base_candidates,
     }
 
 
