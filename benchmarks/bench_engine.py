@@ -24,7 +24,7 @@ from transformers import DynamicCache
 from bench_common import Stopwatch, fail, gsm8k_conversations, setup_threads, show, sizes
 from records import machine, record
 
-from kvrescue_eval.engine.sampling import filtered_probs
+from kvrescue_eval.engine.sampling import candidates
 from kvrescue_eval.engine.scheduler import Engine, Problem
 from kvrescue_eval.model_adapters.hf_loading import build_components
 from kvrescue_eval.model_adapters.hf_policy import render_prompt
@@ -95,7 +95,8 @@ def plain_decode_seconds(model, prompt_ids, batch_sizes, sampling) -> float:
             keep = torch.arange(size) if size < rows else torch.zeros(size, dtype=torch.long)
             cache.batch_select_indices(keep)
             logits, rows = logits[keep], size
-        tokens = torch.multinomial(filtered_probs(logits, sampling), 1, generator=generator)
+        ids, probs = candidates(logits, sampling)  # the engine's own top-k-first filtering: like for like
+        tokens = ids.gather(1, torch.multinomial(probs, 1, generator=generator))
         logits = model(input_ids=tokens, past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1]
     return time.perf_counter() - start
 
