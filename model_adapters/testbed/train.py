@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2Model
 
@@ -30,7 +30,7 @@ from kvrescue_eval.tasks.kv_recall.generate import DATA_DIR, STEP_PREFIX, answer
 from kvrescue_eval.tasks.kv_recall.words import KEYS, VALUES
 
 from . import WEIGHTS_DIR
-from .tokenizer import MATH_SYSTEM, STEP_TAG, build_tokenizer, save_tokenizer
+from .tokenizer import STEP_TAG, build_tokenizer, save_tokenizer
 
 
 @dataclass(frozen=True)
@@ -44,16 +44,23 @@ class Spec:
     lr: float
     batch: int = 32
     seed: int = 0
-    value_noise: float = 0.0  # share of answer steps trained with the value of another pair
+    value_noise: float = 0.0  # share of answer steps trained with the value of the next listed pair
+    warmup: int = 100
+    stop_at: float = 1.0  # stop once the held-out score (LM: mean p(right value)) reaches this
+    eval_every: int = 100
+    init_from_base: bool = False  # PRM only: start the decoder from the base saved in the same output folder
 
 
 SPECS = {
-    "base": Spec(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=192, steps=3000, lr=3e-3, seed=1),
-    # The helper's gap: it learns from answers where a share of the recalled values are wrong, so it
-    # samples a wrong value now and then (independently per sample, as a weaker model does).
-    "helper": Spec(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=192, steps=2200, lr=3e-3, seed=2,
-                   value_noise=0.25),
-    "prm": Spec(hidden=64, layers=3, heads=4, kv_heads=2, intermediate=192, steps=3000, lr=3e-3, seed=3),
+    "base": Spec(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=192, steps=3000, lr=3e-3, seed=1,
+                 batch=16, stop_at=0.99),
+    # The helper's gap: it learns from answers where a share of the recalled values are those of the
+    # next listed pair, so it samples that neighbour's value now and then (independently per sample).
+    "helper": Spec(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=192, steps=3000, lr=3e-3, seed=2,
+                   batch=16, value_noise=0.12, stop_at=0.86),
+    # The PRM starts from the trained base's decoder (same shape), which already finds a key's value.
+    "prm": Spec(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=192, steps=1500, lr=1e-3, seed=3,
+                batch=16, stop_at=0.98, init_from_base=True),
 }
 
 
@@ -91,16 +98,16 @@ def prompt_text(tokenizer, problem, system=None):
 
 
 def with_value_noise(problem, rng, share):
-    """The problem with the value of each answer step replaced, with probability `share`, by another."""
+    """The problem with the value of each answer step replaced, with probability `share`, by the value of
+    the pair listed next (a weaker model's near miss)."""
     if not share:
         return problem
-    values = [v for _, v in pairs_of(problem)]
+    pairs = pairs_of(problem)
+    following = {k: pairs[(i + 1) % len(pairs)][1] for i, (k, _) in enumerate(pairs)}
     steps = []
     for step in problem["steps"]:
         key, value = step.split(" = ")
-        if rng.random() < share:
-            value = rng.choice([v for v in values if v != value])
-        steps.append(f"{key} = {value}")
+        steps.append(f"{key} = {following[key] if rng.random() < share else value}")
     return {**problem, "steps": steps}
 
 
@@ -111,6 +118,10 @@ def lm_example(tokenizer, problem):
     ids = prompt + reply + [tokenizer.eos_token_id]
     learned = [0] * (len(prompt) - 1) + [1] * (len(reply) + 1)
     return ids, learned
+
+
+def lm_training_example(tokenizer, problem, rng, spec):
+    return lm_example(tokenizer, with_value_noise(problem, rng, spec.value_noise))
 
 
 def corrupt_step(rng, problem, index):
@@ -153,22 +164,26 @@ def pad(rows, value):
 
 
 def train_loop(model, spec, batches, loss_fn, log, evaluate=None):
-    # Constant learning rate, no clipping: the recall circuit forms after a plateau, and clipping or
-    # decay stretch that plateau beyond a CPU budget.
+    """AdamW, linear warmup then constant rate, gradient clipping; stops early once `evaluate` (held-out,
+    deterministic) reaches `spec.stop_at`."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / spec.warmup))
     model.train()
     start = time.time()
     for step in range(spec.steps):
         loss = loss_fn(model, next(batches))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        if step % 200 == 0 or step == spec.steps - 1:
-            log(f"step {step} loss {loss.item():.4f} {time.time() - start:.0f}s")
-        if evaluate and step % 400 == 399:
+        schedule.step()
+        if evaluate and (step + 1) % spec.eval_every == 0:
             model.eval()
-            log(f"step {step} held-out accuracy {evaluate(model):.4f}")
+            score = evaluate(model)
             model.train()
+            log(f"step {step + 1} loss {loss.item():.4f} held-out {score:.4f} {time.time() - start:.0f}s")
+            if score >= spec.stop_at:
+                break
     model.eval()
 
 
@@ -197,17 +212,22 @@ def prm_loss(model, batch):
 
 
 @torch.no_grad()
-def lm_value_accuracy(model, examples):
-    """Teacher-forced accuracy on the answer tokens, the fast proxy reported while training."""
+def lm_value_accuracy(model, examples, value_ids):
+    """Teacher-forced argmax accuracy on the recalled values of the answers, and the mean probability of
+    the right value (what sampling sees)."""
     right = total = 0
+    probability = 0.0
     for i in range(0, len(examples), 50):
         batch = examples[i:i + 50]
         ids = pad([b[0] for b in batch], 0)
         learned = pad([b[1] for b in batch], 0).bool()[:, : ids.shape[1] - 1]
-        predicted = model(input_ids=ids).logits[:, :-1].argmax(-1)
-        right += (predicted == ids[:, 1:])[learned].sum().item()
-        total += learned.sum().item()
-    return right / total
+        targets = ids[:, 1:]
+        values = learned & torch.isin(targets, value_ids)
+        logits = model(input_ids=ids).logits[:, :-1]
+        right += (logits.argmax(-1) == targets)[values].sum().item()
+        probability += logits.softmax(-1).gather(-1, targets[..., None])[..., 0][values].sum().item()
+        total += values.sum().item()
+    return right / total, probability / total
 
 
 @torch.no_grad()
@@ -229,11 +249,16 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None):
     torch.manual_seed(spec.seed)
     model = Qwen2ForCausalLM(qwen2_config(spec, tokenizer))
     rng = random.Random(spec.seed)
-    batches = batch_stream(lambda p: lm_example(tokenizer, with_value_noise(p, rng, spec.value_noise)),
-                           train, spec, rng)
+    batches = batch_stream(lambda p: lm_training_example(tokenizer, p, rng, spec), train, spec, rng)
     held_out = [lm_example(tokenizer, p) for p in test]
-    train_loop(model, spec, batches, lm_loss, log, lambda m: lm_value_accuracy(m, held_out[:50]))
-    log(f"{name}: teacher-forced answer accuracy on test {lm_value_accuracy(model, held_out):.4f}")
+    value_ids = torch.tensor(tokenizer.convert_tokens_to_ids([" " + v for v in VALUES]))
+
+    def right_value_probability(m):
+        return lm_value_accuracy(m, held_out[:100], value_ids)[1]
+
+    train_loop(model, spec, batches, lm_loss, log, right_value_probability)
+    accuracy, probability = lm_value_accuracy(model, held_out, value_ids)
+    log(f"{name}: test values, teacher-forced argmax accuracy {accuracy:.4f}, mean p(right) {probability:.4f}")
     model.save_pretrained(out / name)
     save_tokenizer(tokenizer, out / name)
 
@@ -243,11 +268,13 @@ def train_prm(tokenizer, train, test, out, log, spec=None):
     torch.manual_seed(spec.seed)
     config = qwen2_config(spec, tokenizer, num_labels=2, architectures=["Qwen2ForProcessRewardModel"])
     model = ProcessRewardModel(config)
+    if spec.init_from_base:
+        base = load_file(out / "base" / "model.safetensors")
+        decoder = {k.removeprefix("model."): v for k, v in base.items() if k.startswith("model.")}
+        model.model.load_state_dict(decoder)
     rng = random.Random(spec.seed)
-    # The task's system prompt or the math default: the scorer may be handed either.
-    systems = [None, MATH_SYSTEM]
-
-    batches = batch_stream(lambda p: prm_example(tokenizer, p, rng, systems[rng.randrange(2)]), train, spec, rng)
+    # The engine hands the scorer the task's own system prompt.
+    batches = batch_stream(lambda p: prm_example(tokenizer, p, rng), train, spec, rng)
     check = random.Random(99)
     held_out = [prm_example(tokenizer, p, check) for p in test]
     train_loop(model, spec, batches, prm_loss, log, lambda m: prm_accuracy(m, held_out[:50]))
@@ -263,11 +290,15 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="folder receiving base/, helper/, prm/")
     parser.add_argument("--only", choices=sorted(SPECS), action="append", help="train only these models")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads; the shipped weights were trained with 1 (other counts may change last bits)")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
     tokenizer = build_tokenizer()
-    train, test = load_split("train"), load_split("test")
+    # The last 200 training problems are held out to decide when to stop; the test split stays unseen.
+    problems = load_split("train")
+    train, test = problems[:-200], problems[-200:]
 
     def log(message):
         print(message, flush=True)

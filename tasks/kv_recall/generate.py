@@ -1,8 +1,10 @@
 """Writes the kv_recall data: `python -m kvrescue_eval.tasks.kv_recall.generate` (byte-identical on rerun).
 
-A problem lists PAIRS key/value pairs (distinct keys, distinct values) and asks for QUERIES of the keys
-in a given order, as blanks to fill ("key = ?"); the answer is one step "key = value" per query, steps
-separated by a blank line.
+A problem lists PAIRS key/value pairs (distinct keys, distinct values), one "key = value" per line
+block, and asks to recall them all in the listed order; the answer is one step "key = value" per pair,
+steps separated by a blank line. The recall is ordered (each answer step sits at a fixed distance from
+its pair in the prompt) because tiny models trained on a shared CPU for minutes learn fixed-offset
+copying but not the content lookup of a key's value (README, section testbed).
 Every step starts with a space, as every word of the question does, so that a word is the same token
 wherever it appears (the tokenizer is byte-level: "ant" and " ant" are different tokens).
 """
@@ -12,37 +14,36 @@ import json
 import random
 from pathlib import Path
 
-from .words import EQUALS, KEYS, LIST_MARK, QUERY_MARK, SYSTEM, VALUES
+from .words import EQUALS, KEYS, LIST_MARK, SYSTEM, VALUES
 
 PAIRS = 16
-QUERIES = 4
 SPLITS = {"train": (4000, 1234), "test": (200, 4321)}  # split -> (problems, seed)
 DATA_DIR = Path(__file__).parent / "data"
 STEP_SEPARATOR = "\n\n"
 STEP_PREFIX = " "
 
 
-def question(pairs, queries):
-    listing = " ".join(f"{k} {v}" for k, v in pairs)
-    blanks = STEP_SEPARATOR.join(f"{STEP_PREFIX}{q} {EQUALS} {QUERY_MARK}" for q in queries)
-    return f"{LIST_MARK} {listing}{STEP_SEPARATOR}{blanks}"
+def step(key, value):
+    return f"{key} {EQUALS} {value}"
+
+
+def question(pairs):
+    return LIST_MARK + "".join(STEP_SEPARATOR + STEP_PREFIX + step(k, v) for k, v in pairs)
 
 
 def pairs_of(problem):
     """The (key, value) pairs listed in a problem's question, in order."""
-    words = problem["question"].split(STEP_SEPARATOR)[0].split()[1:]
-    return list(zip(words[0::2], words[1::2]))
+    blocks = problem["question"].split(STEP_SEPARATOR)[1:]
+    return [tuple(block.split(f" {EQUALS} ")) for block in (b.strip() for b in blocks)]
 
 
 def make_problem(rng, index, split):
     pairs = list(zip(rng.sample(KEYS, PAIRS), rng.sample(VALUES, PAIRS)))
-    queries = rng.sample([k for k, _ in pairs], QUERIES)
-    table = dict(pairs)
     return {
         "id": f"{split}-{index:05d}",
         "system": SYSTEM,
-        "question": question(pairs, queries),
-        "steps": [f"{q} {EQUALS} {table[q]}" for q in queries],
+        "question": question(pairs),
+        "steps": [step(k, v) for k, v in pairs],
     }
 
 
