@@ -138,11 +138,11 @@ def fill(layer, keys, values, positions, seen, queries):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "1")))
-    parser.add_argument("--contexts", type=int, nargs="+", default=[1024, 2048] if QUICK else [1024, 2048, 4096])
+    parser.add_argument("--contexts", type=int, nargs="+", default=[1024, 4096] if QUICK else [1024, 2048, 4096])
     parser.add_argument("--budgets", type=int, nargs="+", default=[128, 512])
     parser.add_argument("--buffer", type=int, default=128)
     parser.add_argument("--layers", type=int, default=4 if QUICK else 24)
-    parser.add_argument("--steps", type=int, default=4 if QUICK else 10, help="timed steps per configuration")
+    parser.add_argument("--steps", type=int, default=8 if QUICK else 10, help="timed steps per configuration")
     parser.add_argument("--repeats", type=int, default=1 if QUICK else 3, help="compressing steps timed per setting")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
