@@ -26,8 +26,9 @@ PRESETS = {
     "smollm2-cpu": dict(base=SMOLLM2, helper=SMOLLM2, scorer="helper-logprob", evictor="rkv", budget=64, n=2,
                         max_steps=8, max_step_tokens=48, max_problems_in_flight=4, dtype="float32"),
     # CPU testbed for task kv_recall (model_adapters/testbed): tiny trained Qwen2 base (GQA), weaker
-    # full-context helper, PRM in the Qwen2.5-Math-PRM layout. A step is 4 tokens, an answer 16 steps.
-    "recall-cpu": dict(base=TESTBED + "base", helper=TESTBED + "helper", prm=TESTBED + "prm", scorer="qwen-prm",
+    # full-context helper. A step is 4 tokens, an answer 16 steps. The helper's log-probability scores the
+    # steps: the testbed PRM (Qwen2.5-Math-PRM layout) did not learn to judge steps in the CPU budget.
+    "recall-cpu": dict(base=TESTBED + "base", helper=TESTBED + "helper", scorer="helper-logprob",
                        evictor="rkv", budget=32, n=4, max_steps=20, max_step_tokens=8, max_problems_in_flight=32,
                        dtype="float32"),
 }

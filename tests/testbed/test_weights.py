@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from kvrescue_eval.engine.scoring import ScoreRequest
-from kvrescue_eval.model_adapters.testbed import MODELS, WEIGHTS_DIR, weights_dir
+from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR, weights_dir
 from kvrescue_eval.tasks.kv_recall.utils import read_split
 
 # The weights are produced by `python -m kvrescue_eval.model_adapters.testbed.train`; until a training run
@@ -15,9 +15,12 @@ pytestmark = pytest.mark.skipif(not (WEIGHTS_DIR / "base" / "config.json").is_fi
                                 reason="testbed weights not shipped yet")
 
 
+SHIPPED = ("base", "helper")  # the PRM did not learn in the CPU budget (README, section testbed)
+
+
 def test_weights_are_small_safetensors():
     files = sorted(WEIGHTS_DIR.glob("*/*.safetensors"))
-    assert [f.parent.name for f in files] == sorted(MODELS)
+    assert [f.parent.name for f in files] == sorted(SHIPPED)
     assert sum(f.stat().st_size for f in files) <= 10 * 2**20
 
 
@@ -35,6 +38,8 @@ def test_unknown_model_name_is_refused():
 
 @pytest.fixture(scope="module")
 def prm():
+    if not (WEIGHTS_DIR / "prm" / "config.json").is_file():
+        pytest.skip("no testbed PRM shipped (README, section testbed)")
     from kvrescue_eval.model_adapters.scorers.qwen_prm import load_qwen_prm
 
     return load_qwen_prm(str(weights_dir("prm")), dtype="float32")
@@ -66,7 +71,7 @@ def test_base_with_its_full_cache_recalls_greedily():
         messages = [{"role": "system", "content": doc["system"]}, {"role": "user", "content": doc["question"]}]
         prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
-        out = model.generate(ids, max_new_tokens=20, do_sample=False)[0, ids.shape[1]:]
+        out = model.generate(ids, max_new_tokens=70, do_sample=False)[0, ids.shape[1]:]
         text = tokenizer.decode(out, skip_special_tokens=True)
         right += [s.strip() for s in text.split("\n\n")] == doc["steps"]
     assert right >= 18
