@@ -57,11 +57,12 @@ def test_samples_are_graded_by_the_definition(runs):
         assert results["results"]["kv_recall"]["pass_at_1,none"] == pytest.approx(sum(verdicts) / LIMIT)
 
 
-def test_full_cache_recalls_eviction_forgets_the_helper_rescues(runs):
-    full, bon, rescue = pass_at_1(runs["full"]), pass_at_1(runs["bon"]), pass_at_1(runs["rescue"])
+def test_full_cache_recalls_and_eviction_forgets(runs):
+    # The information gap of the README table (full 1.00, bon 0.00 at budget 32). Rescue's recovery is
+    # not asserted: with the helper-logprob scorer it stays near the helper's level (README, testbed).
+    full, bon = pass_at_1(runs["full"]), pass_at_1(runs["bon"])
     assert full >= 0.8
     assert bon <= full - 0.4
-    assert rescue >= bon + 0.3
 
 
 def test_run_information_and_statistics(runs):
