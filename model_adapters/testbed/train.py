@@ -1,17 +1,16 @@
 """Trains the kv_recall testbed models: `python -m kvrescue_eval.model_adapters.testbed.train`.
 
-base   a Qwen2 decoder with grouped-query attention, meant to recall nearly perfectly with its full cache;
-helper the same shape, trained on answers where a share of the values are wrong: full context, weaker;
-prm    a Qwen2 decoder with the Qwen2.5-Math-PRM score head, Linear(h, h), ReLU, Linear(h, 2), read at
-       the "<extra_0>" tag after every step: label 1 when the step recalls the right pair.
+base   a Qwen2 decoder with grouped-query attention, trained until it copies nearly perfectly;
+helper the same recipe stopped earlier: full context, weaker;
+prm    a Qwen2 decoder (started from the base) with the Qwen2.5-Math-PRM score head, Linear(h, h), ReLU,
+       Linear(h, 2), read at the "<extra_0>" tag after every step: label 1 when the step is right.
 
-Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, one thread; two runs give
-bit-identical weights (tests/testbed/test_training.py). A different thread count or CPU kernel may
-change the last bits of the sums.
+Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, the thread count of each spec; a rerun
+from scratch gives bit-identical weights (tests/testbed/test_training.py checks it on a small spec).
+A different CPU kernel may change the last bits of the sums.
 
-Status (README, section testbed): with these specs the models learn the answer format and the
-positional copy of each blank's key within a few hundred steps, but not the content lookup of the
-value within 3000 steps, so no weights are shipped yet.
+Status (README, section testbed): base and helper are shipped; the PRM stays near chance in the CPU
+budget, so none is shipped and the recall-cpu preset scores steps with helper-logprob.
 """
 
 import argparse
