@@ -35,3 +35,22 @@ def load_docs(benchmark):
 
     rows = [{**row, "messages": conversation(row)} for row in load_benchmark(benchmark)]
     return {"test": datasets.Dataset.from_list(rows)}
+
+
+def task_functions(benchmark):
+    """The three functions a benchmark's YAML names (`utils.load_dataset`, `utils.gold`,
+    `utils.process_results`), bound to that benchmark: each task's utils.py is one line of this."""
+    from kvrescue_eval.tasks import seed_metrics
+
+    def load_dataset(**metadata):
+        return load_docs(benchmark)
+
+    def gold(doc):
+        from kvrescue_eval import grading
+
+        return grading.parse_gold(doc, benchmark)
+
+    def process_results(doc, results):
+        return seed_metrics.score_responses(doc, results, benchmark=benchmark)
+
+    return load_dataset, gold, process_results
