@@ -27,10 +27,13 @@ COLUMNS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helper_ste
 def testbed_available() -> bool:
     if TESTBED_PRESET not in PRESETS:
         return False
-    from kvrescue_eval.model_adapters.testbed import MODELS, weights_dir
+    from kvrescue_eval.model_adapters.presets import TESTBED
+    from kvrescue_eval.model_adapters.testbed import weights_dir
 
+    used = [value.removeprefix(TESTBED) for value in PRESETS[TESTBED_PRESET].values()
+            if isinstance(value, str) and value.startswith(TESTBED)]
     try:
-        for name in MODELS:
+        for name in used:  # only the models the preset names (it scores without the PRM today)
             weights_dir(name)
     except FileNotFoundError:
         return False
