@@ -11,9 +11,9 @@ Verdicts per rescue setting and benchmark:
 - with A_full == A_bon recovery is undefined: "ok" if A_rescue >= A_bon, else "below minimum".
 """
 
-import json
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
+from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.tables import SETTING_COLUMNS, Table, percent
 
 KEY_COLUMNS = SETTING_COLUMNS + ("benchmark",)
@@ -27,13 +27,8 @@ def _key(row):
 
 def load_baseline(path):
     """Recovery per setting and benchmark from a report.json written by `kvrescue-eval report`."""
-    try:
-        data = json.loads(open(path, encoding="utf-8").read())
-    except OSError as error:
-        raise AnalysisInputError(path, None, f"cannot read: {error.strerror}") from None
-    except json.JSONDecodeError as error:
-        raise AnalysisInputError(path, None, f"not valid JSON ({error})") from None
-    rows = (((data.get("tables") or {}).get("recovery") or {}).get("rows")) if isinstance(data, dict) else None
+    data = load_json_object(path)
+    rows = ((data.get("tables") or {}).get("recovery") or {}).get("rows")
     if not isinstance(rows, list):
         raise AnalysisInputError(path, "tables.recovery.rows",
                                  "missing: the baseline must be a report.json written by `kvrescue-eval report`")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
+from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.seeds import SeedSummary
 from kvrescue_eval.stats import STAT_KEYS
 
@@ -93,7 +94,7 @@ def read_runs(paths, metric="exact_match"):
 
 def read_run(results_path, metric="exact_match"):
     results_path = Path(results_path)
-    data = _load_json(results_path)
+    data = load_json_object(results_path)
     results = _require(data, "results", dict, results_path)
     config = _require(data, "config", dict, results_path)
     setting, seed = classify(config, results_path)
@@ -260,18 +261,6 @@ def per_seed_accuracies(samples_path, flt, repeats, n_docs, metric_names):
     return {name: [total / n_docs for total in totals[name]] for name in metric_names if name in present}
 
 
-def _load_json(path):
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise AnalysisInputError(path, None, f"cannot read: {error.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise AnalysisInputError(path, None, f"not valid JSON ({error})") from None
-    if not isinstance(data, dict):
-        raise AnalysisInputError(path, None, "expected a JSON object at the top level")
-    return data
 
 
 def _require(mapping, key, kind, path, prefix=""):

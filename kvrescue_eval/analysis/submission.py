@@ -12,6 +12,7 @@ from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
+from kvrescue_eval.analysis.json_input import load_json_object
 
 REFERENCE_NOTE = "reported by the paper, not reproduced here"
 
@@ -41,12 +42,7 @@ def validate(document, path="submission"):
 
 
 def load(path):
-    try:
-        document = json.loads(open(path, encoding="utf-8").read())
-    except OSError as error:
-        raise AnalysisInputError(path, None, f"cannot read: {error.strerror}") from None
-    except json.JSONDecodeError as error:
-        raise AnalysisInputError(path, None, f"not valid JSON ({error})") from None
+    document = load_json_object(path)
     validate(document, path)
     return document
 
