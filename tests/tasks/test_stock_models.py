@@ -1,7 +1,6 @@
 """The tasks with lm-eval's own `hf` model: what a full-KV reference run with stock lm-eval does."""
 
 import importlib.util
-import os
 
 import pytest
 from conftest import run_lm_eval
