@@ -13,7 +13,11 @@ from setuptools.command.build_py import build_py
 from setuptools.command.editable_wheel import editable_wheel
 
 PTH_NAME = "kvrescue_eval_lm_eval_discovery.pth"
-PTH_LINE = "import kvrescue_eval.model_adapters.lm_eval_discovery as _kvr; _kvr.install()\n"
+# Silent when the package itself is gone (an editable install whose checkout was deleted), so that every
+# Python start does not print a traceback; any other import error still shows.
+PTH_LINE = ("import sys; exec(\"try:\\n import kvrescue_eval.model_adapters.lm_eval_discovery as _kvr\\n"
+            "except ModuleNotFoundError as e:\\n if not (e.name or '').startswith('kvrescue_eval'): raise\\n"
+            "else:\\n _kvr.install()\")\n")
 
 ROOTS = {"kvrescue_eval": "kvrescue_eval", "kvrescue_eval.tasks": "tasks",
          "kvrescue_eval.model_adapters": "model_adapters"}
