@@ -26,10 +26,10 @@ PRESETS = {
     "smollm2-cpu": dict(base=SMOLLM2, helper=SMOLLM2, scorer="helper-logprob", evictor="rkv", budget=64, n=2,
                         max_steps=8, max_step_tokens=48, max_problems_in_flight=4, dtype="float32"),
     # CPU testbed for task kv_recall (model_adapters/testbed): tiny trained Qwen2 base (GQA), weaker
-    # full-context helper. A step is 4 tokens, an answer 16 steps. The helper's log-probability scores the
-    # steps: the testbed PRM (Qwen2.5-Math-PRM layout) did not learn to judge steps in the CPU budget.
-    "recall-cpu": dict(base=TESTBED + "base", helper=TESTBED + "helper", scorer="helper-logprob",
-                       evictor="rkv", budget=32, n=4, max_steps=20, max_step_tokens=8, max_problems_in_flight=32,
+    # full-context helper, PRM in the Qwen2.5-Math-PRM layout. A step is 4 tokens, an answer 16 steps:
+    # max_steps is the answer's length, because the PRM scores text and cannot see EOS (README, testbed).
+    "recall-cpu": dict(base=TESTBED + "base", helper=TESTBED + "helper", prm=TESTBED + "prm", scorer="qwen-prm",
+                       evictor="rkv", budget=32, n=4, max_steps=16, max_step_tokens=8, max_problems_in_flight=32,
                        dtype="float32"),
 }
 DEFAULT_PRESET = "smollm2-cpu"

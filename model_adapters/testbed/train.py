@@ -1,16 +1,19 @@
 """Trains the kv_recall testbed models: `python -m kvrescue_eval.model_adapters.testbed.train`.
 
-base   a Qwen2 decoder with grouped-query attention, trained until it copies nearly perfectly;
-helper the same recipe stopped earlier: full context, weaker;
+base   a Qwen2 decoder with grouped-query attention, trained until it copies nearly perfectly (held-out
+       chance of sampling a whole answer right at temperature 1: 0.8);
+helper the same recipe, another seed, stopped earlier (that chance 0.3): full context, weaker;
 prm    a Qwen2 decoder (started from the base) with the Qwen2.5-Math-PRM score head, Linear(h, h), ReLU,
        Linear(h, 2), read at the "<extra_0>" tag after every step: label 1 when the step is right.
+       Trained on what the scorer sees (a committed prefix, then one candidate step) with the step labels
+       at the tags and, densely, a label at every answer word (is it the expected word?): with labels at
+       the tags alone it stayed at chance on CPU (README, section testbed).
 
 Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, the thread count of each spec; a rerun
 from scratch gives bit-identical weights (tests/testbed/test_training.py checks it on a small spec).
-A different CPU kernel may change the last bits of the sums.
-
-Status (README, section testbed): base and helper are shipped; the PRM stays near chance in the CPU
-budget, so none is shipped and the recall-cpu preset scores steps with helper-logprob.
+A different CPU kernel may change the last bits of the sums. The first key, predicted from the
+generation prompt where every other key follows a separator, is learned last and within a few dozen
+steps: the helper stops inside that jump, so most of its wrong steps are the first one.
 """
 
 import argparse
@@ -43,9 +46,8 @@ class Spec:
     lr: float
     batch: int = 32
     seed: int = 0
-    value_noise: float = 0.0  # share of answer steps trained with the value of the next listed pair
     warmup: int = 100
-    stop_at: float = 1.0  # stop once the held-out score (LM: mean p(right value)) reaches this
+    stop_at: float = 1.0  # stop once the held-out score (LM: mean p(right answer); PRM: accuracy) reaches it
     eval_every: int = 100
     threads: int = 1  # torch threads: the shipped weights are bit-identical only with the same count
     init_from_base: bool = False  # PRM only: start the decoder from the base saved in the same output folder
@@ -53,15 +55,14 @@ class Spec:
 
 SPECS = {
     "base": Spec(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=192, steps=3000, lr=3e-3, seed=1,
-                 batch=16, stop_at=0.99),
-    # The helper's gap: the same recipe stopped earlier (held-out p(right value) 0.97 instead of 0.99), so
-    # it samples a wrong step now and then. (Training on answers with noisy values instead broke its
-    # copying of the keys.)
+                 batch=16, stop_at=0.8),
+    # The helper's gap: the same recipe stopped earlier, so it samples a wrong step now and then, mostly
+    # the first. (Training on answers with noisy values instead broke its copying of the keys.)
     "helper": Spec(hidden=64, layers=2, heads=4, kv_heads=2, intermediate=192, steps=3000, lr=3e-3, seed=2,
-                   batch=16, stop_at=0.97, eval_every=50, threads=2),
-    # The PRM starts from the trained base's decoder (same shape), which already finds a key's value.
-    "prm": Spec(hidden=64, layers=3, heads=4, kv_heads=2, intermediate=192, steps=3000, lr=2e-3, seed=3,
-                batch=16, stop_at=0.98, init_from_base=True),
+                   batch=16, stop_at=0.3, eval_every=25),
+    # The PRM starts from the trained base's decoder plus one fresh layer.
+    "prm": Spec(hidden=64, layers=3, heads=4, kv_heads=2, intermediate=192, steps=4000, lr=1e-3, seed=3,
+                batch=16, stop_at=0.985, init_from_base=True),
 }
 
 
@@ -98,20 +99,6 @@ def prompt_text(tokenizer, problem, system=None):
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
-def with_value_noise(problem, rng, share):
-    """The problem with the value of each answer step replaced, with probability `share`, by the value of
-    the pair listed next (a weaker model's near miss)."""
-    if not share:
-        return problem
-    pairs = pairs_of(problem)
-    following = {k: pairs[(i + 1) % len(pairs)][1] for i, (k, _) in enumerate(pairs)}
-    steps = []
-    for step in problem["steps"]:
-        key, value = step.split(" = ")
-        steps.append(f"{key} = {following[key] if rng.random() < share else value}")
-    return {**problem, "steps": steps}
-
-
 def lm_example(tokenizer, problem):
     """Token ids of prompt + answer + EOS, and the mask of the positions whose next token is learned."""
     prompt = tokenizer(prompt_text(tokenizer, problem), add_special_tokens=False)["input_ids"]
@@ -121,42 +108,70 @@ def lm_example(tokenizer, problem):
     return ids, learned
 
 
-def lm_training_example(tokenizer, problem, rng, spec):
-    return lm_example(tokenizer, with_value_noise(problem, rng, spec.value_noise))
-
-
 def corrupt_step(rng, problem, index):
-    """A wrong step of the kinds the testbed's generators produce."""
+    """A wrong step at place `index` (at the end of the answer: any step), of the kinds the base and the
+    helper write: a wrong value, a wrong key, an empty step, or garbled words."""
     pairs = dict(pairs_of(problem))
-    key = problem["steps"][index].split(" = ")[0]
+    if index == len(problem["steps"]):  # past the end, where only the empty step (EOS) is right
+        key, value = rng.choice(list(pairs.items()))
+        return f"{key} = {value}" if rng.random() < 0.8 else garbled(rng)
+    key, value = problem["steps"][index].split(" = ")
     kind = rng.random()
-    if kind < 0.55:      # right key, value of another pair
-        return f"{key} = {rng.choice([v for k, v in pairs.items() if k != key])}"
-    if kind < 0.65:      # right key, a value absent from the problem
+    if kind < 0.35:      # right key, value of another pair
+        return f"{key} = {rng.choice([v for v in pairs.values() if v != value])}"
+    if kind < 0.45:      # right key, a value absent from the problem
         return f"{key} = {rng.choice([v for v in VALUES if v not in pairs.values()])}"
-    if kind < 0.85:      # another key of the problem (its own value): the wrong query
+    if kind < 0.6:       # another key of the problem with its own value: the wrong pair
         other = rng.choice([k for k in pairs if k != key])
         return f"{other} = {pairs[other]}"
-    words = KEYS + VALUES + ["="]  # garbled
+    if kind < 0.8:       # another key with the right value
+        return f"{rng.choice([k for k in KEYS if k != key])} = {value}"
+    if kind < 0.9:
+        return ""
+    return garbled(rng)
+
+
+def garbled(rng):
+    words = KEYS + VALUES + ["="]
     return " ".join(rng.choice(words) for _ in range(rng.randint(1, 5)))
 
 
-def prm_example(tokenizer, problem, rng, system=None):
-    steps, labels = [], []
-    for i, step in enumerate(problem["steps"]):
-        right = rng.random() < 0.5
-        steps.append(step if right else corrupt_step(rng, problem, i))
-        labels.append(int(right or steps[-1] == step))
-    messages = [{"role": "system", "content": system or problem["system"]},
+def committed_slip(rng, problem, index):
+    """A wrong step of the listed shape (same length, so the later steps keep their distance to the list)."""
+    while len((wrong := corrupt_step(rng, problem, index)).split()) != 3:
+        pass
+    return wrong
+
+
+def step_text(step):
+    """A step as the engine hands it to the scorer: its leading space kept, an empty step empty."""
+    return STEP_PREFIX + step if step else ""
+
+
+def prm_example(tokenizer, problem, rng, slip=0.1):
+    """What the scorer sees: a committed prefix of right steps (a share `slip` of them wrong, as rescue
+    sometimes commits), then a candidate step (possibly past the last one, where only the empty step that
+    EOS leaves is right), right or wrong with equal odds. Targets: each step's label at its tag, and at
+    every answer word whether it is the word expected at that place."""
+    expected = problem["steps"] + [""]
+    cut = rng.randrange(len(expected))
+    steps = [committed_slip(rng, problem, i) if rng.random() < slip else expected[i] for i in range(cut)]
+    steps.append(expected[cut] if rng.random() < 0.5 else corrupt_step(rng, problem, cut))
+    messages = [{"role": "system", "content": problem["system"]},
                 {"role": "user", "content": problem["question"]},
-                {"role": "assistant", "content": "".join(STEP_PREFIX + step + STEP_TAG for step in steps)}]
-    text = tokenizer.apply_chat_template(messages, tokenize=False)
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+                {"role": "assistant", "content": "".join(step_text(step) + STEP_TAG for step in steps)}]
+    ids = tokenizer(tokenizer.apply_chat_template(messages, tokenize=False), add_special_tokens=False)["input_ids"]
     tag = tokenizer.convert_tokens_to_ids(STEP_TAG)
     targets = [-100] * len(ids)
-    for position, label in zip([p for p, t in enumerate(ids) if t == tag], labels, strict=True):
-        targets[position] = label
-    return ids, targets
+    start = len(tokenizer(prompt_text(tokenizer, problem), add_special_tokens=False)["input_ids"])
+    ends = [p for p, t in enumerate(ids) if t == tag]
+    for step, right, end in zip(steps, expected[:len(steps)], ends, strict=True):
+        targets[end] = int(step == right)
+        words = [" " + w for w in right.split()]
+        for place, position in enumerate(range(start, end)):
+            targets[position] = int(place < len(words) and tokenizer.convert_ids_to_tokens(ids[position]) == words[place])
+        start = end + 1
+    return ids, targets, ends[-1]
 
 
 def pad(rows, value):
@@ -206,6 +221,7 @@ def lm_loss(model, batch):
 
 
 def prm_loss(model, batch):
+    # Targets at the tags (the step labels) and at every answer word (dense labels).
     ids = pad([b[0] for b in batch], 0)
     targets = pad([b[1] for b in batch], -100)
     logits = model(ids)
@@ -213,36 +229,37 @@ def prm_loss(model, batch):
 
 
 @torch.no_grad()
-def lm_value_accuracy(model, examples, value_ids):
-    """Teacher-forced argmax accuracy on the recalled values of the answers, and the mean probability of
-    the right value (what sampling sees)."""
+def lm_answer_scores(model, examples, word_ids):
+    """Teacher-forced, over the recalled words (keys and values) of the answers: the argmax accuracy, and
+    the mean over answers of the product of p(right word), the chance that sampling at temperature 1
+    writes the whole answer right (a model that misses one step, say the first, scores near 0)."""
     right = total = 0
-    probability = 0.0
+    answer_probability = 0.0
     for i in range(0, len(examples), 50):
         batch = examples[i:i + 50]
         ids = pad([b[0] for b in batch], 0)
         learned = pad([b[1] for b in batch], 0).bool()[:, : ids.shape[1] - 1]
         targets = ids[:, 1:]
-        values = learned & torch.isin(targets, value_ids)
+        words = learned & torch.isin(targets, word_ids)
         logits = model(input_ids=ids).logits[:, :-1]
-        right += (logits.argmax(-1) == targets)[values].sum().item()
-        probability += logits.softmax(-1).gather(-1, targets[..., None])[..., 0][values].sum().item()
-        total += values.sum().item()
-    return right / total, probability / total
+        right += (logits.argmax(-1) == targets)[words].sum().item()
+        total += words.sum().item()
+        log_probability = logits.log_softmax(-1).gather(-1, targets[..., None])[..., 0]
+        answer_probability += (log_probability * words).sum(-1).exp().sum().item()
+    return right / total, answer_probability / len(examples)
 
 
 @torch.no_grad()
 def prm_accuracy(model, examples):
-    right = total = 0
+    """Accuracy of the label at the candidate's (last) tag, the one the scorer reads."""
+    right = 0
     for i in range(0, len(examples), 50):
         batch = examples[i:i + 50]
         ids = pad([b[0] for b in batch], 0)
-        targets = pad([b[1] for b in batch], -100)
-        predicted = model(ids).argmax(-1)
-        mask = targets != -100
-        right += (predicted == targets)[mask].sum().item()
-        total += mask.sum().item()
-    return right / total
+        rows, last = torch.arange(len(batch)), torch.tensor([b[2] for b in batch])
+        predicted = model(ids)[rows, last].argmax(-1)
+        right += (predicted == torch.tensor([b[1][b[2]] for b in batch])).sum().item()
+    return right / len(examples)
 
 
 def train_lm(name, tokenizer, train, test, out, log, spec=None):
@@ -250,16 +267,16 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None):
     torch.manual_seed(spec.seed)
     model = Qwen2ForCausalLM(qwen2_config(spec, tokenizer))
     rng = random.Random(spec.seed)
-    batches = batch_stream(lambda p: lm_training_example(tokenizer, p, rng, spec), train, spec, rng)
+    batches = batch_stream(lambda p: lm_example(tokenizer, p), train, spec, rng)
     held_out = [lm_example(tokenizer, p) for p in test]
-    value_ids = torch.tensor(tokenizer.convert_tokens_to_ids([" " + v for v in VALUES]))
+    word_ids = torch.tensor(tokenizer.convert_tokens_to_ids([" " + w for w in KEYS + VALUES]))
 
-    def right_value_probability(m):
-        return lm_value_accuracy(m, held_out[:100], value_ids)[1]
+    def right_answer_probability(m):
+        return lm_answer_scores(m, held_out[:100], word_ids)[1]
 
-    train_loop(model, spec, batches, lm_loss, log, right_value_probability)
-    accuracy, probability = lm_value_accuracy(model, held_out, value_ids)
-    log(f"{name}: test values, teacher-forced argmax accuracy {accuracy:.4f}, mean p(right) {probability:.4f}")
+    train_loop(model, spec, batches, lm_loss, log, right_answer_probability)
+    accuracy, probability = lm_answer_scores(model, held_out, word_ids)
+    log(f"{name}: held-out words, teacher-forced argmax accuracy {accuracy:.4f}, mean p(right answer) {probability:.4f}")
     model.save_pretrained(out / name)
     save_tokenizer(tokenizer, out / name)
 
@@ -275,12 +292,11 @@ def train_prm(tokenizer, train, test, out, log, spec=None):
         missing, unexpected = model.model.load_state_dict(decoder, strict=False)  # extra layers start fresh
         assert not unexpected and all(k.startswith("layers.") for k in missing), (missing, unexpected)
     rng = random.Random(spec.seed)
-    # The engine hands the scorer the task's own system prompt.
     batches = batch_stream(lambda p: prm_example(tokenizer, p, rng), train, spec, rng)
     check = random.Random(99)
     held_out = [prm_example(tokenizer, p, check) for p in test]
-    train_loop(model, spec, batches, prm_loss, log, lambda m: prm_accuracy(m, held_out[:50]))
-    log(f"prm: step-label accuracy on test {prm_accuracy(model, held_out):.4f}")
+    train_loop(model, spec, batches, prm_loss, log, lambda m: prm_accuracy(m, held_out))
+    log(f"prm: held-out accuracy of the candidate's label {prm_accuracy(model, held_out):.4f}")
     (out / "prm").mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, out / "prm" / "model.safetensors",
               metadata={"format": "pt"})

@@ -1,8 +1,8 @@
 """kv_recall: associative recall over a closed word vocabulary, the CPU testbed of the information gap.
 
-The doc's conversation is a system turn (the task's `description`) and the user turn (the pairs,
-then "?" and the queried keys); docs also carry it as `messages`, as the math tasks do. A response is
-right when its steps, split at blank lines, are exactly the expected "key = value" steps.
+The doc's conversation is a system turn (the task's `description`) and the user turn (the listed
+pairs); docs also carry it as `messages`, as the math tasks do. A response is right when its non-empty
+steps, split at blank lines, are exactly the expected "key = value" steps, in order.
 """
 
 import json

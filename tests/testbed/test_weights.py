@@ -1,5 +1,6 @@
 """The shipped testbed models: size, architecture, loadability by our loaders, and what they learned."""
 
+import functools
 import json
 
 import pytest
@@ -7,28 +8,30 @@ import torch
 
 from kvrescue_eval.engine.scoring import ScoreRequest
 from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR, weights_dir
-from kvrescue_eval.tasks.kv_recall.utils import read_split
-
-# The weights are produced by `python -m kvrescue_eval.model_adapters.testbed.train`; until a training run
-# meets the calibration targets none are shipped (see README, section testbed).
-pytestmark = pytest.mark.skipif(not (WEIGHTS_DIR / "base" / "config.json").is_file(),
-                                reason="testbed weights not shipped yet")
-
-
-SHIPPED = ("base", "helper")  # the PRM did not learn in the CPU budget (README, section testbed)
-
+from kvrescue_eval.tasks.kv_recall.utils import read_split, response_steps
 
 def test_weights_are_small_safetensors():
     files = sorted(WEIGHTS_DIR.glob("*/*.safetensors"))
-    assert [f.parent.name for f in files] == sorted(SHIPPED)
+    assert [f.parent.name for f in files] == ["base", "helper", "prm"]
     assert sum(f.stat().st_size for f in files) <= 10 * 2**20
 
 
-def test_base_uses_grouped_query_attention_and_the_helper_is_a_qwen2_decoder():
-    for name in ("base", "helper"):
+def test_models_are_qwen2_decoders_with_grouped_query_attention():
+    for name in ("base", "helper", "prm"):
         config = json.loads((weights_dir(name) / "config.json").read_text())
         assert config["model_type"] == "qwen2"
         assert config["num_key_value_heads"] < config["num_attention_heads"]
+
+
+def test_prm_has_the_qwen_prm_layout():
+    from safetensors import safe_open
+
+    config = json.loads((weights_dir("prm") / "config.json").read_text())
+    assert config["architectures"] == ["Qwen2ForProcessRewardModel"]
+    h = config["hidden_size"]
+    with safe_open(weights_dir("prm") / "model.safetensors", "pt") as f:
+        shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys() if k.startswith("score.")}
+    assert shapes == {"score.0.weight": (h, h), "score.0.bias": (h,), "score.2.weight": (2, h), "score.2.bias": (2,)}
 
 
 def test_unknown_model_name_is_refused():
@@ -36,27 +39,56 @@ def test_unknown_model_name_is_refused():
         weights_dir("judge")
 
 
-@pytest.fixture(scope="module")
-def prm():
-    if not (WEIGHTS_DIR / "prm" / "config.json").is_file():
-        pytest.skip("no testbed PRM shipped (README, section testbed)")
+@functools.cache
+def prm_model():
     from kvrescue_eval.model_adapters.scorers.qwen_prm import load_qwen_prm
 
     return load_qwen_prm(str(weights_dir("prm")), dtype="float32")
 
 
-def test_prm_prefers_the_right_step(prm):
-    """Given the first step, a right "key = value" outscores the same key with another pair's value."""
-    docs = read_split("test")[:40]
-    requests, wins = [], 0
-    for i, doc in enumerate(docs):
-        key, value = doc["steps"][0].split(" = ")
-        other = doc["steps"][1].split(" = ")[1]
-        requests.append(ScoreRequest(key=i, question=doc["question"], steps=[], system=doc["system"],
-                                     candidates=[f" {key} = {value}", f" {key} = {other}"]))
-    for right, wrong in prm.score(requests):
-        wins += right > wrong
-    assert wins >= 0.9 * len(docs)
+DOCS = 40
+
+
+def prm_wins(prm, place, right, wrong):
+    """Share of the first DOCS test problems where, after `place` right steps, the PRM scores the step
+    right(doc) above wrong(doc)."""
+    requests = []
+    for i, doc in enumerate(read_split("test")[:DOCS]):
+        at = place(i)
+        requests.append(ScoreRequest(key=i, question=doc["question"], system=doc["system"],
+                                     steps=[" " + step for step in doc["steps"][:at]],
+                                     candidates=[right(doc, at), wrong(doc, at)]))
+    return sum(r > w for r, w in prm.score(requests)) / DOCS
+
+
+def key_of(doc, at):
+    return doc["steps"][at].split(" = ")[0]
+
+
+def value_of(doc, at):
+    return doc["steps"][at].split(" = ")[1]
+
+
+def listed(doc, at):
+    return " " + doc["steps"][at]
+
+
+def test_prm_prefers_the_right_value():
+    """The step's key with the value of the next listed pair (what an evicted base often writes)."""
+    wins = prm_wins(prm_model(), lambda i: i % 15, listed, lambda doc, at: f" {key_of(doc, at)} = {value_of(doc, at + 1)}")
+    assert wins >= 0.9
+
+
+def test_prm_prefers_the_right_key():
+    """Another listed key with the right value."""
+    wins = prm_wins(prm_model(), lambda i: i % 15, listed, lambda doc, at: f" {key_of(doc, at + 1)} = {value_of(doc, at)}")
+    assert wins >= 0.9
+
+
+def test_prm_wants_the_answer_to_end_after_the_last_pair_and_not_before():
+    end = prm_wins(prm_model(), lambda i: 16, lambda doc, at: "", lambda doc, at: " " + doc["steps"][0])
+    early = prm_wins(prm_model(), lambda i: i % 16, listed, lambda doc, at: "")
+    assert end >= 0.9 and early >= 0.9
 
 
 @torch.no_grad()
@@ -73,5 +105,5 @@ def test_base_with_its_full_cache_recalls_greedily():
         ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
         out = model.generate(ids, max_new_tokens=70, do_sample=False)[0, ids.shape[1]:]
         text = tokenizer.decode(out, skip_special_tokens=True)
-        right += [s.strip() for s in text.split("\n\n")] == doc["steps"]
+        right += response_steps(text) == doc["steps"]
     assert right >= 18
