@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 TASK = "kv_recall"
@@ -83,14 +84,19 @@ def main(argv=None):
     parser.add_argument("--limit", type=int, default=None, help="first LIMIT problems only")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--jobs", type=int, default=1, help="lm_eval runs at once, one thread each")
     args = parser.parse_args(argv)
-    rows = []
-    with tempfile.TemporaryDirectory() as scratch:
-        for i, (mode, n, budget) in enumerate(grid(args.n, args.budget)):
-            results = run_lm_eval(mode, n, budget, evictor=args.evictor, limit=args.limit, seed=args.seed,
-                                  out=Path(scratch) / str(i))
-            rows.append({"mode": mode, "n": n, "budget": budget, **summarize(results)})
-            print(f"{mode} n={n} budget={budget}: pass@1 {rows[-1]['pass_at_1']:.3f}", file=sys.stderr, flush=True)
+
+    def row(i, mode, n, budget, scratch):
+        results = run_lm_eval(mode, n, budget, evictor=args.evictor, limit=args.limit, seed=args.seed,
+                              out=Path(scratch) / str(i))
+        done = {"mode": mode, "n": n, "budget": budget, **summarize(results)}
+        print(f"{mode} n={n} budget={budget}: pass@1 {done['pass_at_1']:.3f}", file=sys.stderr, flush=True)
+        return done
+
+    with tempfile.TemporaryDirectory() as scratch, ThreadPoolExecutor(args.jobs) as pool:
+        rows = list(pool.map(lambda job: row(*job, scratch),
+                             [(i, *setting) for i, setting in enumerate(grid(args.n, args.budget))]))
     add_recovery(rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
