@@ -1,7 +1,10 @@
-.PHONY: test bench bench-quick
+.PHONY: test gate bench bench-quick
 
 test:
 	python -m pytest -q
+
+gate:
+	./.ci/recovery-gate
 
 bench:
 	python benchmarks/run_all.py
