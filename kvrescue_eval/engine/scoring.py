@@ -5,8 +5,8 @@ steps. `key` identifies one trajectory (problem and repeat) so a scorer may cach
 prefix across calls; the engine calls `release(key)` when the trajectory is finished.
 """
 
-from dataclasses import dataclass, field
-from typing import Hashable, Protocol, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Callable, Hashable, Protocol, Sequence
 
 
 @dataclass
@@ -26,3 +26,15 @@ class StepScorer(Protocol):
 
     def release(self, key: Hashable) -> None:
         """Forget any cached state of a finished trajectory."""
+
+
+def score_each_text_once(score: Callable[[Sequence[ScoreRequest]], list[list[float]]],
+                         requests: Sequence[ScoreRequest]) -> list[list[float]]:
+    """`score` over every request's distinct candidate texts, spread back to all candidates.
+
+    A reward is a function of the text, so candidates that agree (common when N samples do) need one
+    row, and they get the very same score: batch padding no longer decides between them, and the
+    engine's selection keeps the first of equals."""
+    distinct = [replace(r, candidates=list(dict.fromkeys(r.candidates))) for r in requests]
+    scored = score(distinct)
+    return [[dict(zip(d.candidates, s))[c] for c in r.candidates] for r, d, s in zip(requests, distinct, scored)]

@@ -12,7 +12,7 @@ from typing import Hashable, Sequence
 
 import torch
 
-from kvrescue_eval.engine.scoring import ScoreRequest
+from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
 from kvrescue_eval.model_adapters.scorers.prefix_cache import PrefixCache, Prefix, Row, common_prefix_length
 
 STEP_SEPARATOR = "\n\n"
@@ -41,6 +41,9 @@ class HelperLogProbScorer:
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
+        return score_each_text_once(self._score_distinct, requests)
+
+    def _score_distinct(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
         rows, starts, owners = [], [], []
         for r, request in enumerate(requests):
             for row, start in self._rows(request):

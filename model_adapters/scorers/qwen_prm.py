@@ -11,7 +11,7 @@ from typing import Hashable, Sequence
 
 import torch
 
-from kvrescue_eval.engine.scoring import ScoreRequest
+from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
 from kvrescue_eval.model_adapters.qwen_prm_model import QwenPRM, positive_probability
 from kvrescue_eval.model_adapters.scorers.prefix_cache import PrefixCache, Prefix, Row, common_prefix_length
 
@@ -41,6 +41,9 @@ class QwenPRMScorer:
         return self.tokenizer(text, add_special_tokens=False).input_ids
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
+        return score_each_text_once(self._score_distinct, requests)
+
+    def _score_distinct(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
         rows, owners = [], []
         for r, request in enumerate(requests):
             for row in self._rows(request):

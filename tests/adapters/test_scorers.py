@@ -202,3 +202,20 @@ def test_helper_logprob_equals_a_plain_forward_over_commits(helper):
             history[key].append(STEPS[(n + len(key)) % len(STEPS)])
     cached.release("a")
     assert list(cached.cache.prefixes) == ["bbbbb"]
+
+
+def test_identical_candidates_run_once_and_score_the_same(prm_checkpoint, helper):
+    model, tokenizer = helper
+    builders = [lambda: build_scorer("qwen-prm", path=str(prm_checkpoint[0]), dtype="float32"),
+                lambda: build_scorer("helper-logprob", model=model, tokenizer=tokenizer)]
+    a, b = CANDIDATES[:2]
+    for build in builders:
+        tokens = []
+        for candidates in ([a, b], [a, b, a, b, a]):
+            scorer = build()
+            counter = scorer.cache.model = CountingModel(scorer.cache.model)
+            [scores] = scorer.score([ScoreRequest("k", QUESTION, STEPS[:1], candidates)])
+            tokens.append(counter.tokens)
+        assert tokens[0] == tokens[1]  # the repeats ran no rows
+        assert scores[0] == scores[2] == scores[4] and scores[1] == scores[3]  # bit for bit
+        assert scores[0] != scores[1]
