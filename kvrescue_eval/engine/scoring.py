@@ -36,5 +36,5 @@ def score_each_text_once(score: Callable[[Sequence[ScoreRequest]], list[list[flo
     row, and they get the very same score: batch padding no longer decides between them, and the
     engine's selection keeps the first of equals."""
     distinct = [replace(r, candidates=list(dict.fromkeys(r.candidates))) for r in requests]
-    scored = score(distinct)
-    return [[dict(zip(d.candidates, s))[c] for c in r.candidates] for r, d, s in zip(requests, distinct, scored)]
+    rewards = [dict(zip(d.candidates, s)) for d, s in zip(distinct, score(distinct))]
+    return [[reward[c] for c in r.candidates] for r, reward in zip(requests, rewards)]

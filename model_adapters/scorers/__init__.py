@@ -1,7 +1,8 @@
 """Step scorers (kvrescue_eval.engine.scoring.StepScorer): name -> factory.
 
 A new scorer is one file with a class that has `name`, `score(requests)` and `release(key)`, and
-one line here.
+one line here. A scorer whose reward depends only on the text wraps its scoring in
+`kvrescue_eval.engine.scoring.score_each_text_once`, as both of ours do.
 """
 
 import importlib

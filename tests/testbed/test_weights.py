@@ -10,6 +10,7 @@ from kvrescue_eval.engine.scoring import ScoreRequest
 from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR, weights_dir
 from kvrescue_eval.tasks.kv_recall.utils import read_split, response_steps
 
+
 def test_weights_are_small_safetensors():
     files = sorted(WEIGHTS_DIR.glob("*/*.safetensors"))
     assert [f.parent.name for f in files] == ["base", "helper", "prm"]
@@ -49,7 +50,7 @@ def prm_model():
 DOCS = 40
 
 
-def prm_wins(prm, place, right, wrong):
+def prm_wins(place, right, wrong):
     """Share of the first DOCS test problems where, after `place` right steps, the PRM scores the step
     right(doc) above wrong(doc)."""
     requests = []
@@ -58,7 +59,7 @@ def prm_wins(prm, place, right, wrong):
         requests.append(ScoreRequest(key=i, question=doc["question"], system=doc["system"],
                                      steps=[" " + step for step in doc["steps"][:at]],
                                      candidates=[right(doc, at), wrong(doc, at)]))
-    return sum(r > w for r, w in prm.score(requests)) / DOCS
+    return sum(r > w for r, w in prm_model().score(requests)) / DOCS
 
 
 def key_of(doc, at):
@@ -75,19 +76,19 @@ def listed(doc, at):
 
 def test_prm_prefers_the_right_value():
     """The step's key with the value of the next listed pair (what an evicted base often writes)."""
-    wins = prm_wins(prm_model(), lambda i: i % 15, listed, lambda doc, at: f" {key_of(doc, at)} = {value_of(doc, at + 1)}")
+    wins = prm_wins(lambda i: i % 15, listed, lambda doc, at: f" {key_of(doc, at)} = {value_of(doc, at + 1)}")
     assert wins >= 0.9
 
 
 def test_prm_prefers_the_right_key():
     """Another listed key with the right value."""
-    wins = prm_wins(prm_model(), lambda i: i % 15, listed, lambda doc, at: f" {key_of(doc, at + 1)} = {value_of(doc, at)}")
+    wins = prm_wins(lambda i: i % 15, listed, lambda doc, at: f" {key_of(doc, at + 1)} = {value_of(doc, at)}")
     assert wins >= 0.9
 
 
 def test_prm_wants_the_answer_to_end_after_the_last_pair_and_not_before():
-    end = prm_wins(prm_model(), lambda i: 16, lambda doc, at: "", lambda doc, at: " " + doc["steps"][0])
-    early = prm_wins(prm_model(), lambda i: i % 16, listed, lambda doc, at: "")
+    end = prm_wins(lambda i: 16, lambda doc, at: "", lambda doc, at: " " + doc["steps"][0])
+    early = prm_wins(lambda i: i % 16, listed, lambda doc, at: "")
     assert end >= 0.9 and early >= 0.9
 
 
