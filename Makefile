@@ -1,4 +1,4 @@
-.PHONY: test gate bench bench-quick
+.PHONY: test gate lint bench bench-quick
 
 test:
 	python -m pytest -q
@@ -11,3 +11,5 @@ bench:
 
 bench-quick:
 	python benchmarks/run_all.py --quick
+lint:
+	./.ci/lint-imports

@@ -13,6 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.json_input import load_json_object
+from kvrescue_eval.benchmarks import DATA_SHA256
 
 REFERENCE_NOTE = "reported by the paper, not reproduced here"
 
@@ -54,14 +55,6 @@ def _package_version(name):
         return "unknown"
 
 
-def _data_sha256(benchmark):
-    try:
-        from kvrescue_eval.tasks.data import SHA256
-    except ImportError:
-        return None
-    return SHA256.get(benchmark)
-
-
 def submission_name(setting):
     parts = [setting.mode, setting.base.split("/")[-1]]
     if setting.helper and setting.mode == "rescue":
@@ -93,7 +86,7 @@ def build_submissions(analysis):
                 "task": task_name,
                 "task_version": cell.task_version,
                 "task_config_sha256": cell.config_sha256,
-                "data_sha256": _data_sha256(cell.benchmark),
+                "data_sha256": DATA_SHA256.get(cell.benchmark),
                 "num_problems": cell.n_samples,
                 "pass_at_1": {mode: {"seeds": list(s.values), "mean": s.mean, "std": s.std, "num_seeds": s.count}
                               for mode, s in (("qwen", cell.qwen), ("strict", cell.strict))},

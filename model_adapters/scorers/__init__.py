@@ -8,10 +8,11 @@ one line here. A scorer whose reward depends only on the text wraps its scoring 
 import importlib
 import inspect
 
-# name -> "module:factory"; modules import lazily so that listing names loads no framework.
+# name -> "module:factory" (a module relative to this package, or absolute); modules import lazily so
+# that listing names loads no framework.
 SCORERS = {
-    "qwen-prm": "kvrescue_eval.model_adapters.scorers.qwen_prm:load_qwen_prm",
-    "helper-logprob": "kvrescue_eval.model_adapters.scorers.helper_logprob:HelperLogProbScorer",
+    "qwen-prm": ".qwen_prm:load_qwen_prm",
+    "helper-logprob": ".helper_logprob:HelperLogProbScorer",
 }
 
 
@@ -19,7 +20,7 @@ def scorer_factory(name: str):
     if name not in SCORERS:
         raise ValueError(f"unknown scorer {name!r}; valid scorers: {', '.join(sorted(SCORERS))}")
     module, attribute = SCORERS[name].split(":")
-    return getattr(importlib.import_module(module), attribute)
+    return getattr(importlib.import_module(module, __name__), attribute)
 
 
 def build_scorer(name: str, **kwargs):

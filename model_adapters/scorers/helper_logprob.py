@@ -13,7 +13,8 @@ from typing import Hashable, Sequence
 import torch
 
 from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
-from kvrescue_eval.model_adapters.scorers.prefix_cache import PrefixCache, Prefix, Row, common_prefix_length
+
+from .prefix_cache import PrefixCache, Prefix, Row, common_prefix_length
 
 STEP_SEPARATOR = "\n\n"
 

@@ -12,8 +12,9 @@ from typing import Hashable, Sequence
 import torch
 
 from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
-from kvrescue_eval.model_adapters.qwen_prm_model import QwenPRM, positive_probability
-from kvrescue_eval.model_adapters.scorers.prefix_cache import PrefixCache, Prefix, Row, common_prefix_length
+
+from ..qwen_prm_model import QwenPRM, positive_probability
+from .prefix_cache import PrefixCache, Prefix, Row, common_prefix_length
 
 STEP_TAG = "<extra_0>"
 PRM_FILES = ["*.json", "*.safetensors", "*.txt", "*.jinja", "tokenizer*"]
