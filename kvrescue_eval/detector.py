@@ -44,33 +44,38 @@ def gzip_ratio(text: str, chars: int = 800) -> float:
     return len(gzip.compress(window)) / len(window)
 
 
-def is_degenerate(entropies, text: str, config: DetectorConfig = DetectorConfig()) -> str | None:
-    """The reason ("entropy" or "gzip") for which a candidate with these per-token entropies and
-    this text is degenerate now, or None. Entropy is checked first."""
-    entropies = list(entropies)
-    if len(entropies) > config.guard:
-        recent = entropies[-config.window:]
-        if sum(recent) / len(recent) > config.entropy_threshold:
-            return ENTROPY
-    if len(text) >= config.gzip_chars and gzip_ratio(text, config.gzip_chars) < config.gzip_threshold:
-        return GZIP
-    return None
-
-
 class CandidateMonitor:
-    """Incremental form of `is_degenerate` for one candidate: O(window) per token."""
+    """The detector's state for one candidate, fed token by token: O(window) per token."""
 
     def __init__(self, config: DetectorConfig = DetectorConfig()):
         self.config = config
         self.tokens = 0
         self.recent = deque(maxlen=config.window)
 
-    def update(self, entropy: float, text: str) -> str | None:
+    def add(self, entropy: float) -> None:
+        """One more generated token, with its predictive entropy."""
         self.tokens += 1
         self.recent.append(float(entropy))
+
+    def update(self, entropy: float, text: str) -> str | None:
+        """`add`, then the verdict on the candidate, whose text is now `text`."""
+        self.add(entropy)
+        return self.verdict(text)
+
+    def verdict(self, text: str) -> str | None:
+        """The reason ("entropy" or "gzip") for which the candidate is degenerate now, or None.
+        Entropy is checked first."""
         config = self.config
         if self.tokens > config.guard and sum(self.recent) / len(self.recent) > config.entropy_threshold:
             return ENTROPY
         if len(text) >= config.gzip_chars and gzip_ratio(text, config.gzip_chars) < config.gzip_threshold:
             return GZIP
         return None
+
+
+def is_degenerate(entropies, text: str, config: DetectorConfig = DetectorConfig()) -> str | None:
+    """The verdict on a candidate with these per-token entropies and this text: "entropy", "gzip" or None."""
+    monitor = CandidateMonitor(config)
+    for entropy in entropies:
+        monitor.add(entropy)
+    return monitor.verdict(text)

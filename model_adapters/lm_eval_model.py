@@ -18,6 +18,7 @@ from collections import Counter
 from lm_eval.api.model import LM
 
 from kvrescue_eval.engine.scheduler import Engine, Problem
+from kvrescue_eval.eviction import evictor_options
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS, TextWithStats
 
 from .model_args import parse_model_args
@@ -109,7 +110,7 @@ class KVRescueLM(LM):
             "mode": a.mode, "n_base": n_base, "n_helper": n_helper,
             "evictor": a.evictor if a.evicts else None, "budget": a.budget if a.evicts else None,
             "buffer": a.buffer if a.evicts else None, "window": a.window if a.evicts else None,
-            "mix_lambda": a.mix_lambda if a.evicts and a.evictor == "rkv" else None,
+            "mix_lambda": a.mix_lambda if a.evicts and "mix_lambda" in evictor_options(a.evictor) else None,
             "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
             "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,

@@ -45,14 +45,14 @@ class ModelArgs:
     @property
     def counts(self) -> tuple[int, int]:
         """(N_b, N_h) of the mode."""
-        uses_base, uses_helper = MODES[self.mode]
-        n_base = self.n_base if self.n_base is not None else (self.n if uses_base else 0)
-        n_helper = self.n_helper if self.n_helper is not None else (self.n if uses_helper else 0)
-        return (n_base if uses_base else 0), (n_helper if uses_helper else 0)
+        mode = MODES[self.mode]
+        n_base = self.n_base if self.n_base is not None else self.n
+        n_helper = self.n_helper if self.n_helper is not None else self.n
+        return (n_base if mode.uses_base else 0), (n_helper if mode.uses_helper else 0)
 
     @property
     def evicts(self) -> bool:
-        return self.mode in ("rescue", "bon")
+        return MODES[self.mode].evicts
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -112,13 +112,13 @@ def validate(args: ModelArgs) -> None:
     for name in ("n_base", "n_helper"):
         if getattr(args, name) is not None and getattr(args, name) < 0:
             bad(name, "an integer >= 0")
-    uses_base, uses_helper = MODES[args.mode]
+    mode = MODES[args.mode]
     n_base, n_helper = args.counts
-    if uses_base and n_base < 1:
+    if mode.uses_base and n_base < 1:
         bad("n_base", f"an integer >= 1 in mode {args.mode}")
-    if uses_helper and args.mode == "helper" and n_helper < 1:
-        bad("n_helper", "an integer >= 1 in mode helper")
-    if uses_base and not args.base:
+    if mode.uses_helper and not mode.uses_base and n_helper < 1:
+        bad("n_helper", f"an integer >= 1 in mode {args.mode}")
+    if mode.uses_base and not args.base:
         bad("base", f"a model name or folder (mode {args.mode} decodes with the base)")
     if n_helper and not args.helper:
         bad("helper", f"a model name or folder (mode {args.mode} with n_helper={n_helper} needs a helper)")

@@ -6,6 +6,9 @@ matplotlib is imported here, inside the functions, so the rest of the package ne
 import io
 from collections import defaultdict
 
+MODE_STYLES = {"rescue": {"marker": "o", "linestyle": "-"}, "bon": {"marker": "s", "linestyle": "--"},
+               "full": {"linestyle": ":"}, "helper": {"linestyle": "-."}}
+
 
 def _pyplot():
     try:
@@ -17,13 +20,29 @@ def _pyplot():
     return plt
 
 
-def _render(figure):
+def rendered(figure):
+    """PNG and SVG bytes of a figure, which is then closed."""
     out = {}
     for fmt in ("png", "svg"):
         buffer = io.BytesIO()
         figure.savefig(buffer, format=fmt, bbox_inches="tight", metadata={"Date": None} if fmt == "svg" else None)
         out[fmt] = buffer.getvalue()
+    _pyplot().close(figure)
     return out
+
+
+def plot_vs_budget(ax, lines, levels, ylabel):
+    """Fractions (drawn as %) against the KV budget: `lines` maps a label to ({budget: value}, plot style),
+    `levels` a label to (value, line style), drawn as horizontal lines."""
+    for label, (points, style) in sorted(lines.items()):
+        budgets = sorted(points)
+        ax.plot(budgets, [100 * points[b] for b in budgets], label=label, **style)
+    for index, (label, (value, style)) in enumerate(sorted(levels.items())):
+        ax.axhline(100 * value, color=f"C{len(lines) + index}", label=label, **style)
+    _budget_axis(ax, {b for points, _ in lines.values() for b in points})
+    ax.set_ylabel(ylabel)
+    if lines or levels:
+        ax.legend(fontsize=6)
 
 
 def _label(setting):
@@ -58,32 +77,21 @@ def figure5(analysis):
     benchmarks = sorted({c.rescue.benchmark for c in analysis.comparisons})
     figure, axes = _axes_grid(plt, max(len(benchmarks), 1))
     for ax, bench in zip(axes, benchmarks):
-        lines = defaultdict(dict)
-        levels = {}
+        points, levels = defaultdict(dict), {}
         for comp in (c for c in analysis.comparisons if c.rescue.benchmark == bench):
             s = comp.rescue.setting
-            lines[("rescue", _label(s))][s.budget] = comp.rescue.qwen.mean
+            points["rescue", _label(s)][s.budget] = comp.rescue.qwen.mean
             if comp.bon:
-                lines[("bon", _label(comp.bon.setting))][s.budget] = comp.bon.qwen.mean
+                points["bon", _label(comp.bon.setting)][s.budget] = comp.bon.qwen.mean
             if comp.full:
-                levels[("full", comp.full.setting.base.split("/")[-1])] = comp.full.qwen.mean
+                levels[f"full: {comp.full.setting.base.split('/')[-1]}"] = (comp.full.qwen.mean, MODE_STYLES["full"])
             if comp.helper:
                 name = (comp.helper.setting.helper or comp.helper.setting.base).split("/")[-1]
-                levels[("helper", name)] = comp.helper.qwen.mean
-        for (mode, label), points in sorted(lines.items()):
-            budgets = sorted(points)
-            ax.plot(budgets, [100 * points[b] for b in budgets], marker="o" if mode == "rescue" else "s",
-                    linestyle="-" if mode == "rescue" else "--", label=f"{mode}: {label}")
-        for index, ((mode, label), value) in enumerate(sorted(levels.items())):
-            ax.axhline(100 * value, color=f"C{len(lines) + index}", linestyle=":" if mode == "full" else "-.",
-                       label=f"{mode}: {label}")
-        _budget_axis(ax, {b for points in lines.values() for b in points})
+                levels[f"helper: {name}"] = (comp.helper.qwen.mean, MODE_STYLES["helper"])
+        lines = {f"{mode}: {label}": (values, MODE_STYLES[mode]) for (mode, label), values in points.items()}
+        plot_vs_budget(ax, lines, levels, "pass@1 (%)")
         ax.set_title(bench)
-        ax.set_ylabel("pass@1 (%)")
-        ax.legend(fontsize=6)
-    out = _render(figure)
-    plt.close(figure)
-    return out
+    return rendered(figure)
 
 
 def figure6(analysis):
@@ -95,13 +103,25 @@ def figure6(analysis):
         stats = cell.stats
         if cell.setting.mode == "rescue" and stats.get("steps"):
             lines[(cell.benchmark, _label(cell.setting))][cell.setting.budget] = stats.get("helper_steps", 0) / stats["steps"]
-    for (bench, label), points in sorted(lines.items()):
-        budgets = sorted(points)
-        ax.plot(budgets, [100 * points[b] for b in budgets], marker="o", label=f"{bench} ({label})")
-    _budget_axis(ax, {b for points in lines.values() for b in points})
-    ax.set_ylabel("helper share of committed steps (%)")
-    if lines:
-        ax.legend(fontsize=6)
-    out = _render(figure)
-    plt.close(figure)
-    return out
+    plot_vs_budget(ax, {f"{bench} ({label})": (points, {"marker": "o"}) for (bench, label), points in lines.items()},
+                   {}, "helper share of committed steps (%)")
+    return rendered(figure)
+
+
+def leaderboard_plot(documents):
+    """Average pass@1 vs budget, one line per (source, mode, base, N); full/helper as levels."""
+    from kvrescue_eval.analysis.submission import leaderboard_rows
+
+    plt = _pyplot()
+    _, rows = leaderboard_rows(documents)
+    lines, levels = defaultdict(lambda: ({}, {"marker": "o"})), {}
+    for average, doc, _ in rows:
+        s = doc["setting"]
+        label = f"{s['mode']} {s['base'].split('/')[-1]} N={s['n']}" + (" (paper)" if doc["source"]["kind"] == "reference" else "")
+        if s.get("budget"):
+            lines[label + f" {s.get('evictor')}"][0][s["budget"]] = average
+        else:
+            levels[label] = (average, {"linestyle": ":"})
+    figure, ax = plt.subplots(figsize=(6, 4))
+    plot_vs_budget(ax, dict(lines), levels, "mean pass@1 (%)")
+    return rendered(figure)

@@ -20,9 +20,9 @@ from pathlib import Path
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.seeds import SeedSummary
+from kvrescue_eval.engine.config import MODES
 from kvrescue_eval.stats import STAT_KEYS
 
-MODES = ("rescue", "bon", "full", "helper")
 ENGINE_STATS = STAT_KEYS + ("degenerated",)
 # lm-eval task name -> benchmark name; other tasks keep their own name.
 BENCHMARK_OF_TASK = {"aime24_qwen": "aime24", "gsm8k_qwen": "gsm8k"}
@@ -43,7 +43,7 @@ class Setting:
     buffer: int | None = None
 
     def sort_key(self):
-        return (self.base, MODES.index(self.mode), self.evictor or "", self.budget or 0, self.n,
+        return (self.base, list(MODES).index(self.mode), self.evictor or "", self.budget or 0, self.n,
                 self.helper or "", self.scorer or "", self.buffer or 0)
 
 
@@ -122,12 +122,12 @@ def classify(config, path):
     mode = info.get("mode")
     if mode not in MODES:
         raise AnalysisInputError(path, "config.kvrescue.mode", f"{mode!r} is not one of {', '.join(MODES)}")
-    helper = _require(info, "helper", str, path, "config.kvrescue.") if mode in ("rescue", "helper") else None
+    helper = _require(info, "helper", str, path, "config.kvrescue.") if MODES[mode].uses_helper else None
     # A helper-alone run decodes with the helper only (base None): its model is the helper.
-    base = helper if mode == "helper" else _require(info, "base", str, path, "config.kvrescue.")
-    n_key = "n_helper" if mode == "helper" else "n_base"
+    base = helper if not MODES[mode].uses_base else _require(info, "base", str, path, "config.kvrescue.")
+    n_key = "n_base" if MODES[mode].uses_base else "n_helper"
     n = _require(info, n_key, int, path, "config.kvrescue.")
-    evicting = mode in ("rescue", "bon")
+    evicting = MODES[mode].evicts
     budget = info.get("budget") if evicting else None
     if evicting and not isinstance(budget, int):
         raise AnalysisInputError(path, "config.kvrescue.budget",

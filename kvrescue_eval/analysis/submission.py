@@ -149,31 +149,3 @@ def leaderboard_markdown(documents):
         cells.append(f"{100 * average:.1f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def leaderboard_plot(documents):
-    """Average pass@1 vs budget, one line per (source, mode, base, N); full/helper as levels."""
-    from kvrescue_eval.analysis.plots import _budget_axis, _pyplot, _render
-    plt = _pyplot()
-    _, rows = leaderboard_rows(documents)
-    lines, levels = defaultdict(dict), {}
-    for average, doc, _ in rows:
-        s = doc["setting"]
-        label = f"{s['mode']} {s['base'].split('/')[-1]} N={s['n']}" + (" (paper)" if doc["source"]["kind"] == "reference" else "")
-        if s.get("budget"):
-            lines[label + f" {s.get('evictor')}"][s["budget"]] = average
-        else:
-            levels[label] = average
-    figure, ax = plt.subplots(figsize=(6, 4))
-    for label, points in sorted(lines.items()):
-        budgets = sorted(points)
-        ax.plot(budgets, [100 * points[b] for b in budgets], marker="o", label=label)
-    for label, value in sorted(levels.items()):
-        ax.axhline(100 * value, linestyle=":", label=label)
-    _budget_axis(ax, {b for points in lines.values() for b in points})
-    ax.set_ylabel("mean pass@1 (%)")
-    if lines or levels:
-        ax.legend(fontsize=6)
-    out = _render(figure)
-    plt.close(figure)
-    return out

@@ -32,7 +32,8 @@ def run(args):
         return 1 if failures else 0
 
     from kvrescue_eval.analysis.atomic import write_files
-    from kvrescue_eval.analysis.submission import leaderboard_markdown, leaderboard_plot
+    from kvrescue_eval.analysis.plots import leaderboard_plot
+    from kvrescue_eval.analysis.submission import leaderboard_markdown
 
     folder = Path(args.dir)
     paths = sorted((folder / "submissions").glob("*.json"))

@@ -2,16 +2,27 @@
 
 from dataclasses import dataclass, field
 
+from kvrescue_eval import STEP_SEPARATOR  # noqa: F401 (re-exported for the engine)
 from kvrescue_eval.detector import DetectorConfig
 
-# mode -> (uses base, uses helper); eviction ("bon" evicts, "full" does not) is the base policy's business
-MODES = {
-    "rescue": (True, True),   # N base candidates (evicted) + N helper candidates (full KV), PRM picks
-    "bon": (True, False),     # evicted best-of-N
-    "full": (True, False),    # best-of-N of the base with its full KV cache
-    "helper": (False, True),  # the helper alone, best-of-N, full KV
-}
-STEP_SEPARATOR = "\n\n"
+
+@dataclass(frozen=True)
+class Mode:
+    """A row of the paper's Table 5: which models propose candidates, and whether the base's cache evicts."""
+    name: str
+    uses_base: bool
+    uses_helper: bool
+    evicts: bool
+    summary: str
+
+
+# The one table of modes, read by model_args, the lm-eval model, the policies' builder and the analysis.
+MODES = {mode.name: mode for mode in (
+    Mode("rescue", True, True, True, "N base candidates (evicted KV) + N helper candidates (full KV), the scorer picks"),
+    Mode("bon", True, False, True, "evicted best-of-N: N base candidates, no helper"),
+    Mode("full", True, False, False, "best-of-N of the base with its full KV cache"),
+    Mode("helper", False, True, False, "the helper alone, best-of-N, full KV"),
+)}
 
 
 @dataclass(frozen=True)
@@ -37,5 +48,4 @@ class EngineConfig:
     def for_mode(cls, mode: str, n: int, **kwargs) -> "EngineConfig":
         if mode not in MODES:
             raise ValueError(f"mode={mode!r} is not one of {sorted(MODES)}")
-        uses_base, uses_helper = MODES[mode]
-        return cls(n_base=n if uses_base else 0, n_helper=n if uses_helper else 0, **kwargs)
+        return cls(n_base=n if MODES[mode].uses_base else 0, n_helper=n if MODES[mode].uses_helper else 0, **kwargs)

@@ -12,11 +12,10 @@ from typing import Hashable, Sequence
 
 import torch
 
+from kvrescue_eval import STEP_SEPARATOR
 from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
 
 from .prefix_cache import PrefixCache, Prefix, Row, common_prefix_length
-
-STEP_SEPARATOR = "\n\n"
 
 
 class HelperLogProbScorer:

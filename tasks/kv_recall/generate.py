@@ -14,12 +14,13 @@ import json
 import random
 from pathlib import Path
 
+from kvrescue_eval import STEP_SEPARATOR
+
 from .words import EQUALS, KEYS, LIST_MARK, SYSTEM, VALUES
 
 PAIRS = 16
 SPLITS = {"train": (4000, 1234), "test": (200, 4321)}  # split -> (problems, seed)
 DATA_DIR = Path(__file__).parent / "data"
-STEP_SEPARATOR = "\n\n"
 STEP_PREFIX = " "
 
 

@@ -8,10 +8,9 @@ steps, split at blank lines, are exactly the expected "key = value" steps, in or
 import json
 from importlib import resources
 
+from kvrescue_eval import STEP_SEPARATOR
 from kvrescue_eval.stats import TextWithStats
 from kvrescue_eval.tasks import seed_metrics
-
-STEP_SEPARATOR = "\n\n"
 
 
 def read_split(split):
