@@ -8,7 +8,7 @@ from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.engine.sampling import SamplingParams
 
 from .model_args import ModelArgs
-from .presets import model_folder
+from .model_files import model_folder
 
 
 def resolve_device(device: str) -> str:

@@ -21,16 +21,24 @@ from kvrescue_eval.engine.scheduler import Engine, Problem
 from kvrescue_eval.eviction import evictor_options
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS, TextWithStats
 
+from .log_format import show_our_logs
 from .model_args import parse_model_args
+from .model_files import ModelsNotFound, check_models_present
 
 logger = logging.getLogger(__name__)
+show_our_logs()
 CONVERSATION_MARKER = "kvrescue-conversation"
 
 
 class KVRescueLM(LM):
     def __init__(self, **model_args):
         super().__init__()
-        self.args = parse_model_args(model_args)  # fails on bad input before loading anything
+        try:
+            self.args = parse_model_args(model_args)  # fails on bad input before loading anything,
+            check_models_present(self.args)  # and on models missing here, before any hub call
+        except (ValueError, ModelsNotFound) as error:
+            logger.error("%s", error)  # with its level, above lm-eval's long traceback
+            raise
         from .hf_loading import build_components
 
         self.base, self.helper, self.scorer, self.config = build_components(self.args)

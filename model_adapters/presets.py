@@ -8,7 +8,7 @@ model of the trained kv_recall testbed.
 Presets set no device: lm-eval always passes its `--device` (default cuda:0) to the model.
 """
 
-SMOLLM2 = "smollm2"  # resolved by kvrescue_eval.model_adapters.smollm2.smollm2_path()
+SMOLLM2 = "smollm2"  # resolved by model_files.model_folder()
 TESTBED = "testbed:"  # "testbed:base", "testbed:helper", "testbed:prm": the trained kv_recall testbed models
 
 PRESETS = {
@@ -34,15 +34,3 @@ PRESETS = {
 }
 DEFAULT_PRESET = "smollm2-cpu"
 
-
-def model_folder(name: str) -> str:
-    """A model name as `from_pretrained` takes it: the packaged models' folders, else unchanged."""
-    if name == SMOLLM2:
-        from .smollm2 import smollm2_path
-
-        return str(smollm2_path())
-    if name.startswith(TESTBED):
-        from .testbed import weights_dir
-
-        return str(weights_dir(name.removeprefix(TESTBED)))
-    return name
