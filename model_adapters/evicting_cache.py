@@ -17,7 +17,7 @@ Rows: `fork(n)` repeats each row n times (repeat_interleave), `select(rows)` kee
 new caches and never share mutable state with the source.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
@@ -28,15 +28,19 @@ from .evicting_attention import announce_mask_sizes, hand_over, use_evicting_att
 @dataclass(frozen=True)
 class EvictionPolicy:
     budget: int
-    method: str = "rkv"
+    # A name of kvrescue_eval.eviction.EVICTORS (built with pool_kernel and mix_lambda where it has them), or an
+    # evictor object, used as it is (model_args builds one with all its options).
+    method: object = field(default="rkv", compare=False)
     buffer: int = 128
     window: int = 8
     pool_kernel: int = 7
     mix_lambda: float = 0.1
     compress_prompt: bool = True
+    evictor: object = field(init=False, compare=False, repr=False)
+    evictor_key: str = field(init=False, repr=False)  # equal policies evict alike: the evictor's repr
 
     def __post_init__(self):
-        from kvrescue_eval.eviction import EVICTORS
+        from kvrescue_eval.eviction import EVICTORS, build_evictor
 
         for name in ("budget", "buffer", "window", "pool_kernel"):
             value = getattr(self, name)
@@ -48,8 +52,12 @@ class EvictionPolicy:
             raise ValueError(f"budget must be larger than window, got budget={self.budget} <= window={self.window}")
         if self.buffer < 1:
             raise ValueError(f"buffer must be >= 1 (slots added between compressions; default 128), got {self.buffer}")
-        if self.method not in EVICTORS:
+        if isinstance(self.method, str) and self.method not in EVICTORS:
             raise ValueError(f"unknown eviction method {self.method!r}; valid methods: {', '.join(sorted(EVICTORS))}")
+        evictor = (build_evictor(self.method, pool_kernel=self.pool_kernel, mix_lambda=self.mix_lambda)
+                   if isinstance(self.method, str) else self.method)
+        object.__setattr__(self, "evictor", evictor)
+        object.__setattr__(self, "evictor_key", repr(evictor))
 
     @property
     def max_slots(self) -> int:
@@ -162,11 +170,9 @@ class EvictingLayer(DynamicLayer):
         self._gather_slots(kept, valid)
 
     def _kept(self, queries, keys) -> torch.Tensor:
-        from kvrescue_eval.eviction import kept_indices
+        from kvrescue_eval.eviction import select_kept
 
-        policy = self.policy
-        return kept_indices(policy.method, queries, keys, budget=policy.budget, window=policy.window,
-                            pool_kernel=policy.pool_kernel, mix_lambda=policy.mix_lambda)
+        return select_kept(self.policy.evictor, queries, keys, budget=self.policy.budget, window=self.policy.window)
 
     def _gather_slots(self, kept: torch.Tensor, valid: torch.Tensor) -> None:
         def take(tensor):

@@ -46,11 +46,12 @@ def new_cache(model, eviction):
 
 def build_components(args: ModelArgs):
     """(base policy or None, helper policy or None, scorer or None, EngineConfig), loading each model
-    once (base, helper and the helper-logprob scorer share it when they are the same model)."""
+    once (base, helper and a scorer that reads the helper share it when they are the same model). The evictor
+    is the object model_args built; the scorer gets the resources its factory asks for (scorers.RESOURCES)."""
     from .evicting_attention import use_evicting_attention
     from .evicting_cache import EvictionPolicy
     from .hf_policy import HFPolicy
-    from .scorers import build_scorer
+    from .scorers import build_scorer, scorer_resources
 
     args = replace(args, device=resolve_device(args.device))
     n_base, n_helper = args.counts
@@ -65,8 +66,7 @@ def build_components(args: ModelArgs):
 
     base = helper = scorer = None
     if n_base:
-        eviction = (EvictionPolicy(args.budget, args.evictor, args.buffer, args.window, mix_lambda=args.mix_lambda)
-                    if args.evicts else None)
+        eviction = EvictionPolicy(args.budget, args.eviction, args.buffer, args.window) if args.evicts else None
         base_model, base_tokenizer = model(args.base)
         base = HFPolicy(base_model, base_tokenizer, sampling, partial(new_cache, base_model, eviction), name="base",
                         batch_problems=True)
@@ -74,14 +74,17 @@ def build_components(args: ModelArgs):
         helper_model, helper_tokenizer = model(args.helper)
         helper = HFPolicy(helper_model, helper_tokenizer, sampling, partial(new_cache, helper_model, None),
                           name="helper", batch_problems=True)
-    if n_base + n_helper > 1:
-        if args.scorer == "helper-logprob":
+    if args.scored:
+        offered = {  # what a scorer factory may ask for, by parameter name
             # the helper policy's own model: with the scorer's plain caches our attention is the stock one
-            helper_model, helper_tokenizer = model(args.helper)
-            scorer = build_scorer("helper-logprob", model=helper_model, tokenizer=helper_tokenizer)
-        else:
-            scorer = build_scorer(args.scorer, path=model_folder(args.prm), dtype=str(torch_dtype(args.dtype, args.device))
-                                  .removeprefix("torch."), device=args.device)
+            "model": lambda: model(args.helper)[0],
+            "tokenizer": lambda: model(args.helper)[1],
+            "path": lambda: model_folder(args.prm),
+            "dtype": lambda: str(torch_dtype(args.dtype, args.device)).removeprefix("torch."),
+            "device": lambda: args.device,
+        }
+        resources = {name: offered[name]() for name in scorer_resources(args.scorer)}
+        scorer = build_scorer(args.scorer, **resources, **args.scorer_options)
     config = EngineConfig(n_base=n_base, n_helper=n_helper, max_steps=args.max_steps,
                           max_step_tokens=args.max_step_tokens, max_context=args.max_context,
                           max_problems_in_flight=args.max_problems_in_flight, seed=args.seed)

@@ -14,16 +14,17 @@ import hashlib
 import json
 import logging
 from collections import Counter
+from dataclasses import asdict, is_dataclass
 
 from lm_eval.api.model import LM
 
 from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.eviction import evictor_options
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS, TextWithStats
 
 from .log_format import show_our_logs
 from .model_args import parse_model_args
 from .model_files import ModelsNotFound, check_models_present
+from .scorers import scorer_model_args
 
 logger = logging.getLogger(__name__)
 show_our_logs()
@@ -114,11 +115,13 @@ class KVRescueLM(LM):
         return {"kvrescue": {
             "preset": a.preset, "base": a.base if n_base else None, "helper": a.helper if n_helper else None,
             "scorer": a.scorer if self.scorer is not None else None,
-            "prm": a.prm if self.scorer is not None and a.scorer == "qwen-prm" else None,
+            "prm": a.prm if self.scorer is not None and "prm" in scorer_model_args(a.scorer) else None,
             "mode": a.mode, "n_base": n_base, "n_helper": n_helper,
             "evictor": a.evictor if a.evicts else None, "budget": a.budget if a.evicts else None,
             "buffer": a.buffer if a.evicts else None, "window": a.window if a.evicts else None,
-            "mix_lambda": a.mix_lambda if a.evicts and "mix_lambda" in evictor_options(a.evictor) else None,
+            "mix_lambda": getattr(a.eviction, "mix_lambda", None),
+            "evictor_options": asdict(a.eviction) if is_dataclass(a.eviction) else None,
+            "scorer_options": a.scorer_options if self.scorer is not None else None,
             "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
             "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,

@@ -1,10 +1,13 @@
 """`--model_args` of the `kvrescue` model: parsing, preset resolution and validation.
 
 Everything here runs before any model is loaded, so a bad value fails in a second with a message
-that names the argument and the valid values.
+that names the argument and the valid values. The evictor is built here, once, with its options; any
+parameter of the chosen evictor's class or of the chosen scorer's factory is a model_arg too (e.g. `sinks`
+for `streamingllm`, `pool_kernel` for `rkv`/`snapkv`, `max_batch_rows` for the scorers), so a new plug-in
+brings its options with it.
 """
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from kvrescue_eval.engine.config import MODES
 
@@ -25,11 +28,10 @@ class ModelArgs:
     n: int = 8                      # candidates per model and step
     n_base: int | None = None       # overrides n for the base (default: n if the mode uses the base)
     n_helper: int | None = None     # overrides n for the helper (default: n if the mode uses the helper)
-    evictor: str = "rkv"            # eviction method of the base (modes rescue and bon)
+    evictor: str = "rkv"            # eviction method of the base (modes rescue and bon): a name of EVICTORS
     budget: int = 64                # KV slots kept per layer and KV head after a compression
     buffer: int = 128               # slots added between compressions (memory bound: budget + buffer)
     window: int = 8                 # recent slots always kept; their queries score the others
-    mix_lambda: float = 0.1         # R-KV: weight of attention importance against redundancy
     temperature: float = 0.8
     top_p: float = 0.95
     top_k: int = 20
@@ -41,6 +43,10 @@ class ModelArgs:
     device: str = "cpu"
     seed: int = 0
     preset: str | None = None
+    evictor_options: dict = field(default_factory=dict)  # options of the evictor class, as given
+    scorer_options: dict = field(default_factory=dict)   # options of the scorer factory, as given
+    # The evictor object, built once from `evictor` and `evictor_options` (None when the mode does not evict).
+    eviction: object = field(default=None, compare=False, repr=False)
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -54,11 +60,17 @@ class ModelArgs:
     def evicts(self) -> bool:
         return MODES[self.mode].evicts
 
+    @property
+    def scored(self) -> bool:
+        """Whether steps are chosen among several candidates (one candidate needs no scorer)."""
+        return sum(self.counts) > 1
+
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {name: value for name, value in asdict(self).items() if name != "eviction"}
 
 
-NAMES = tuple(f.name for f in fields(ModelArgs))
+_PLUGIN_FIELDS = ("evictor_options", "scorer_options", "eviction")
+NAMES = tuple(f.name for f in fields(ModelArgs) if f.name not in _PLUGIN_FIELDS)
 NUMERIC = {**{f.name: type(f.default) for f in fields(ModelArgs) if type(f.default) in (int, float)},
            "n_base": int, "n_helper": int}
 
@@ -66,9 +78,6 @@ NUMERIC = {**{f.name: type(f.default) for f in fields(ModelArgs) if type(f.defau
 def parse_model_args(raw: dict) -> ModelArgs:
     """ModelArgs from lm-eval's parsed `--model_args` (values may already be int/float/bool)."""
     raw = {k: v for k, v in raw.items() if k not in LM_EVAL_EXTRAS}
-    unknown = sorted(set(raw) - set(NAMES))
-    if unknown:
-        raise ValueError(f"unknown model_arg(s) {unknown} for --model kvrescue; valid: {', '.join(NAMES)}")
     preset = raw.get("preset") or (None if raw.get("base") or raw.get("helper") else DEFAULT_PRESET)
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset={preset!r}; valid presets: {', '.join(PRESETS)}")
@@ -76,15 +85,63 @@ def parse_model_args(raw: dict) -> ModelArgs:
     if "prm" in raw and "scorer" not in raw:
         values["scorer"] = "qwen-prm"  # `prm=PATH` alone means: score with that Qwen PRM
     values["preset"] = preset
-    args = ModelArgs(**{name: _convert(name, value) for name, value in values.items()})
+    evictor = str(values.get("evictor", ModelArgs.evictor))
+    scorer = str(values.get("scorer", ModelArgs.scorer))
+    evictor_defaults, scorer_defaults = _plugin_options(evictor, scorer)
+    unknown = sorted(set(values) - set(NAMES) - set(evictor_defaults) - set(scorer_defaults))
+    if unknown:
+        plugin_names = sorted(set(evictor_defaults) | set(scorer_defaults))
+        raise ValueError(f"unknown model_arg(s) {unknown} for --model kvrescue; valid: {', '.join(NAMES)}"
+                         + (f", and the options of evictor {evictor} / scorer {scorer}: {', '.join(plugin_names)}"
+                            if plugin_names else ""))
+    core = {name: _convert(name, value) for name, value in values.items() if name in NAMES}
+    args = ModelArgs(**core,
+                     evictor_options={k: _convert_option(k, v, evictor_defaults[k]) for k, v in values.items()
+                                      if k in evictor_defaults and k not in NAMES},
+                     scorer_options={k: _convert_option(k, v, scorer_defaults[k]) for k, v in values.items()
+                                     if k in scorer_defaults and k not in NAMES and k not in evictor_defaults})
     validate(args)
-    return args
+    return replace(args, eviction=_build_evictor(args) if args.evicts else None)
+
+
+def _plugin_options(evictor: str, scorer: str) -> tuple[dict, dict]:
+    """(option -> default) of the evictor class and of the scorer factory; empty for unknown names
+    (validate() then names the valid ones)."""
+    from kvrescue_eval.eviction import EVICTORS
+
+    from .scorers import SCORERS, scorer_options
+
+    evictor_defaults = ({f.name: f.default for f in fields(EVICTORS[evictor])} if evictor in EVICTORS else {})
+    return evictor_defaults, (scorer_options(scorer) if scorer in SCORERS else {})
+
+
+def _build_evictor(args: ModelArgs):
+    from kvrescue_eval.eviction import EVICTORS
+
+    try:
+        return EVICTORS[args.evictor](**args.evictor_options)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"model_args of evictor={args.evictor}: {error}") from None
 
 
 def _convert(name: str, value):
     if value is None or name not in NUMERIC:
         return None if value is None else str(value)
-    kind = NUMERIC[name]
+    return _to_number(name, value, NUMERIC[name])
+
+
+def _convert_option(name: str, value, default):
+    """A plug-in option given as text (or already typed by lm-eval), converted to its default's type."""
+    if isinstance(default, bool):
+        if isinstance(value, bool) or str(value).lower() in ("true", "false"):
+            return value if isinstance(value, bool) else str(value).lower() == "true"
+        raise ValueError(f"model_arg {name}={value!r} must be true or false")
+    if type(default) in (int, float):
+        return _to_number(name, value, type(default))
+    return value if default is None or isinstance(value, type(default)) else type(default)(value)
+
+
+def _to_number(name: str, value, kind):
     try:
         if isinstance(value, bool):
             raise ValueError
@@ -99,7 +156,7 @@ def _convert(name: str, value):
 def validate(args: ModelArgs) -> None:
     from kvrescue_eval.eviction import EVICTORS
 
-    from .scorers import SCORERS
+    from .scorers import SCORERS, scorer_model_args
 
     def bad(name, valid):
         raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")
@@ -128,21 +185,18 @@ def validate(args: ModelArgs) -> None:
         if args.budget <= args.window:
             raise ValueError(f"model_arg budget={args.budget} must be larger than window={args.window} "
                              f"(valid: budget > window)")
-    if n_base + n_helper > 1:
+    if args.scored:
         if args.scorer not in SCORERS:
             bad("scorer", ", ".join(sorted(SCORERS)))
-        if args.scorer == "qwen-prm" and not args.prm:
-            bad("prm", "a Qwen2.5-Math-PRM checkpoint (hub id or folder) for scorer=qwen-prm, "
-                       "or choose scorer=helper-logprob")
-        if args.scorer == "helper-logprob" and not args.helper:
-            bad("helper", "a model name or folder: scorer=helper-logprob scores with the helper")
+        for name in scorer_model_args(args.scorer):
+            if not getattr(args, name):
+                others = ", ".join(f"scorer={other}" for other in sorted(SCORERS) if other != args.scorer)
+                bad(name, f"a model name or folder: scorer={args.scorer} reads it (or choose {others})")
     if args.temperature < 0:
         bad("temperature", "a number >= 0 (0: greedy)")
     if not 0 < args.top_p <= 1:
         bad("top_p", "a number in (0, 1]")
     if args.top_k < 0:
         bad("top_k", "an integer >= 0 (0: off)")
-    if not 0 <= args.mix_lambda <= 1:
-        bad("mix_lambda", "a number in [0, 1]")
     if args.dtype not in DTYPES:
         bad("dtype", ", ".join(DTYPES))

@@ -40,12 +40,12 @@ def model_folder(name: str) -> str:
 
 def required_models(args: ModelArgs) -> dict[str, str]:
     """role -> model name, for the models that this mode and scorer load."""
+    from .scorers import scorer_model_args
+
     n_base, n_helper = args.counts
-    scored = n_base + n_helper > 1
-    roles = {"base": args.base if n_base else None,
-             "helper": args.helper if n_helper or (scored and args.scorer == "helper-logprob") else None,
-             "prm": args.prm if scored and args.scorer == "qwen-prm" else None}
-    return {role: name for role, name in roles.items() if name}
+    roles = ["base"] * bool(n_base) + ["helper"] * bool(n_helper)
+    roles += list(scorer_model_args(args.scorer)) if args.scored else []
+    return {role: getattr(args, role) for role in dict.fromkeys(roles) if getattr(args, role)}
 
 
 def check_models_present(args: ModelArgs) -> None:

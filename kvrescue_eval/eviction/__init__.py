@@ -8,7 +8,7 @@ from .attention import grouped_logits, window_importance
 from .evictor import Evictor
 from .knorm import KNorm
 from .redundancy import key_redundancy
-from .registry import EVICTORS, build_evictor, evictor_options
+from .registry import EVICTORS, build_evictor
 from .rkv import RKV
 from .selection import kept_indices, select_kept
 from .snapkv import SnapKV
@@ -17,5 +17,5 @@ from .tova import TOVA
 
 __all__ = [
     "EVICTORS", "Evictor", "KNorm", "RKV", "SnapKV", "StreamingLLM", "TOVA", "build_evictor",
-    "evictor_options",    "grouped_logits", "key_redundancy", "kept_indices", "select_kept", "window_importance",
+    "grouped_logits", "key_redundancy", "kept_indices", "select_kept", "window_importance",
 ]

@@ -18,14 +18,10 @@ EVICTORS: dict[str, type] = {
 }
 
 
-def evictor_options(method: str) -> tuple[str, ...]:
-    """The options (dataclass fields) that the evictor `method` declares."""
-    if method not in EVICTORS:
-        raise ValueError(f"unknown eviction method {method!r}; valid methods: {', '.join(sorted(EVICTORS))}")
-    return tuple(field.name for field in fields(EVICTORS[method]))
-
-
 def build_evictor(method: str, **options) -> Evictor:
     """The evictor `method` with those of `options` that it declares as fields (the others do not apply)."""
-    declared = evictor_options(method)
-    return EVICTORS[method](**{name: value for name, value in options.items() if name in declared})
+    if method not in EVICTORS:
+        raise ValueError(f"unknown eviction method {method!r}; valid methods: {', '.join(sorted(EVICTORS))}")
+    evictor_class = EVICTORS[method]
+    declared = {field.name for field in fields(evictor_class)}
+    return evictor_class(**{name: value for name, value in options.items() if name in declared})
