@@ -1,20 +1,15 @@
 """Plug-ins as objects: a toy evictor and a toy scorer, each added by one registry line, run end to end
 through `--model_args` (with an option of each), with no change anywhere else."""
 
-import sys
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import ClassVar
 
 import pytest
 import torch
+from test_lm_eval_model import Request, tiny_folder  # noqa: F401 (the tiny model folder fixture)
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
-
-from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
-
-from kvrescue_eval.eviction import EVICTORS  # noqa: E402
-from kvrescue_eval.model_adapters.scorers import SCORERS  # noqa: E402
+from kvrescue_eval.eviction import EVICTORS
+from kvrescue_eval.model_adapters.scorers import SCORERS
 
 
 @dataclass
@@ -50,23 +45,6 @@ def registered(monkeypatch):
     monkeypatch.setitem(EVICTORS, "keep-oldest", KeepOldest)   # the evictor's one registry line
     monkeypatch.setitem(SCORERS, "longest-step", LongestStep)  # the scorer's one registry line
     KeepOldest.seen.clear()
-
-
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny")
-    tokenizer = tiny_tokenizer()
-    model = tiny_model(tokenizer, scale=20.0)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
-
-
-class Request:
-    def __init__(self, context):
-        self.args = (context, {"until": [], "max_gen_toks": 100})
-        self.doc = None
 
 
 def test_a_toy_evictor_and_scorer_run_the_engine_through_model_args(registered, tiny_folder):
