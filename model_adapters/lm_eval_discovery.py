@@ -4,7 +4,7 @@ lm-eval 0.4.13 has no plugin discovery: `--model NAME` only finds models registe
 running process and tasks come from its own folder or `--include_path`. A one-line `.pth` file
 (written by setup.py) calls `install()` at interpreter start. `install()` only appends a finder
 to `sys.meta_path`; nothing is imported until a process imports lm-eval itself, so processes that
-never touch lm-eval pay one tiny module import (measured in the README).
+never touch lm-eval pay one tiny module import (measured in docs/discovery.md).
 
 When lm-eval's task manager module is executed, our task folder is appended to every
 `TaskManager`'s include path (built-in tasks are indexed first and keep their names). When

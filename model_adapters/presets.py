@@ -27,7 +27,7 @@ PRESETS = {
                         max_steps=8, max_step_tokens=48, max_problems_in_flight=4, dtype="float32"),
     # CPU testbed for task kv_recall (model_adapters/testbed): tiny trained Qwen2 base (GQA), weaker
     # full-context helper, PRM in the Qwen2.5-Math-PRM layout. A step is 4 tokens, an answer 16 steps:
-    # max_steps is the answer's length, because the PRM scores text and cannot see EOS (README, testbed).
+    # max_steps is the answer's length, because the PRM scores text and cannot see EOS (docs/kv_recall.md).
     "recall-cpu": dict(base=TESTBED + "base", helper=TESTBED + "helper", prm=TESTBED + "prm", scorer="qwen-prm",
                        evictor="rkv", budget=32, n=4, max_steps=16, max_step_tokens=8, max_problems_in_flight=32,
                        dtype="float32"),

@@ -3,7 +3,7 @@
 Parsing tries sympy's `parse_latex` (ANTLR runtime 4.11, as the harness pins), then `parse_expr`
 (made safe, see safe_expr.py), each on the text with "\\\\" read as "\\" and then as it is; text
 that no parser reads stays a string. The harness tries latex2sympy third; we do not ship it (see
-the README's grader section). Then: same string or structurally equal; `equals` or `simplify(a - b)
+docs/grader.md). Then: same string or structurally equal; `equals` or `simplify(a - b)
 == 0`; equal equations up to sign; numerically equal (relative 1e-4); matrices equal to 3 decimals.
 Every step that raises counts as "not equal", as in the harness.
 """

@@ -4,7 +4,7 @@ A problem lists PAIRS key/value pairs (distinct keys, distinct values), one "key
 block, and asks to recall them all in the listed order; the answer is one step "key = value" per pair,
 steps separated by a blank line. The recall is ordered (each answer step sits at a fixed distance from
 its pair in the prompt) because tiny models trained on a shared CPU for minutes learn fixed-offset
-copying but not the content lookup of a key's value (README, section testbed).
+copying but not the content lookup of a key's value (docs/kv_recall.md).
 Every step starts with a space, as every word of the question does, so that a word is the same token
 wherever it appears (the tokenizer is byte-level: "ant" and " ant" are different tokens).
 """
