@@ -11,13 +11,18 @@ from .model_args import ModelArgs
 from .presets import SMOLLM2, TESTBED
 
 
+class ModelNotOnThisMachine(FileNotFoundError):
+    """A model name that is neither packaged, nor a local folder, nor in the local hub cache."""
+
+
 class ModelsNotFound(FileNotFoundError):
     """Models named in model_args that are neither packaged, nor local folders, nor in the local hub cache."""
 
 
 def model_folder(name: str) -> str:
     """The local folder of a model: the packaged models' folders, a local folder, or the snapshot of a hub id in
-    the local Hugging Face cache (FileNotFoundError if it is none of them)."""
+    the local Hugging Face cache (ModelNotOnThisMachine if it is none of them; a packaged model that is missing
+    raises its own error, which says how to install or train it)."""
     if name == SMOLLM2:
         from .smollm2 import smollm2_path
 
@@ -34,8 +39,8 @@ def model_folder(name: str) -> str:
     try:
         return snapshot_download(name, local_files_only=True)
     except (LocalEntryNotFoundError, HFValidationError, ValueError) as error:
-        raise FileNotFoundError(f"model {name!r} is not a local folder and not in the local Hugging Face cache") \
-            from error
+        raise ModelNotOnThisMachine(f"model {name!r} is not a local folder and not in the local Hugging Face "
+                                    "cache") from error
 
 
 def required_models(args: ModelArgs) -> dict[str, str]:
@@ -49,12 +54,15 @@ def required_models(args: ModelArgs) -> dict[str, str]:
 
 
 def check_models_present(args: ModelArgs) -> None:
-    """Raise ModelsNotFound naming every model of `args` missing on this machine and how to fetch it."""
+    """Raise ModelsNotFound naming every hub model of `args` missing on this machine and how to fetch it
+    (packaged models are checked when they load, with their own messages)."""
     missing = {}
     for role, name in required_models(args).items():
+        if name == SMOLLM2 or name.startswith(TESTBED):
+            continue
         try:
             model_folder(name)
-        except FileNotFoundError:
+        except ModelNotOnThisMachine:
             missing[role] = name
     if not missing:
         return
