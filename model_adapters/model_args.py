@@ -41,6 +41,9 @@ class ModelArgs:
     device: str = "cpu"
     seed: int = 0
     preset: str | None = None
+    # Run journal (docs/resume.md): finished problems on disk, so a rerun resumes. Default: beside
+    # lm-eval's --output_path when given; "off": none. Not part of a result's identity.
+    journal: str | None = None
 
     @property
     def counts(self) -> tuple[int, int]:
