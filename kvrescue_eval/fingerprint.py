@@ -9,7 +9,9 @@ once per file version:
 - a file of the Hugging Face hub cache is a link to `blobs/<sha256 of its content>` (the hub names
   LFS blobs, i.e. weight files, by their SHA-256), so its name is its hash and nothing is read;
 - any other file is hashed once and its hash remembered in `~/.cache/kvrescue_eval/content-hashes.json`
-  under (real path, size, modification time, inode): a file rewritten in place gets a new entry.
+  under (real path, size, modification and change times, device, inode). The change time (ctime) is
+  set by the kernel on every write and cannot be set back by a user, so a file rewritten in place,
+  even with its old size and modification time restored, is hashed again.
 """
 
 import hashlib
@@ -33,7 +35,7 @@ def file_sha256(path: Path, remembered: dict) -> str:
     if real.parent.name == "blobs" and _HUB_BLOB.fullmatch(real.name):
         return real.name
     stat = real.stat()
-    stamp = f"{real}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ino}"
+    stamp = f"{real}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}|{stat.st_dev}|{stat.st_ino}"
     if stamp not in remembered:
         digest = hashlib.sha256()
         with open(real, "rb") as f:
