@@ -138,8 +138,15 @@ class KVRescueLM(LM):
             "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
             "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,
-            "totals": totals, "run": {**{k: int(self.run_stats[k]) for k in ("resumed", "generated", "oom_retries")},
-                                      "max_problems_in_flight": self.config.max_problems_in_flight}}}
+            "totals": totals, "run": self._run_info()}}
+
+    def _run_info(self) -> dict:
+        """What happened in this process: problems resumed from the journal or generated, out-of-memory
+        retries (and the problems in flight they left), grader comparisons killed at their time limit."""
+        from kvrescue_eval.grading.sandbox import SANDBOX
+
+        return {**{key: int(self.run_stats[key]) for key in ("resumed", "generated", "oom_retries")},
+                "max_problems_in_flight": self.config.max_problems_in_flight, "grader_timeouts": SANDBOX.killed}
 
 
 _GENERATES_ONLY = ("the kvrescue model generates only (generate_until): loglikelihood requests "

@@ -12,9 +12,9 @@ from tqdm import tqdm
 
 
 class Progress:
-    def __init__(self, total: int, resumed: int, *, disable: bool = False, interval: float = 2.0):
+    def __init__(self, total: int, resumed: int, *, disable: bool = False, interval: float = 2.0, file=None):
         desc = f"kvrescue problems ({resumed} resumed)" if resumed else "kvrescue problems"
-        self.bar = tqdm(total=total, initial=resumed, desc=desc, disable=disable, mininterval=interval)
+        self.bar = tqdm(total=total, initial=resumed, desc=desc, disable=disable, mininterval=interval, file=file)
         self.interval = interval
         self.steps = self.helper_steps = self.early_exits = self.tokens = 0
         self.started = self.shown = time.monotonic()
