@@ -41,7 +41,9 @@ def differences(recorded, current, prefix: str = "") -> list[str]:
         for name in sorted(set(recorded) | set(current), key=str):
             out += differences(recorded.get(name), current.get(name), f"{prefix}.{name}" if prefix else str(name))
         return out
-    return [] if recorded == current else [f"{prefix or 'identity'}: journal has {recorded!r}, this run has {current!r}"]
+    if recorded == current:
+        return []
+    return [f"{prefix or 'identity'}: journal has {recorded!r}, this run has {current!r}"]
 
 
 def key_of(line_key) -> Hashable:

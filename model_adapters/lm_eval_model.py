@@ -90,7 +90,8 @@ class KVRescueLM(LM):
     def _retrying_run(self, on_event) -> RetryingRun:
         """The engine behind out-of-memory retries, with the failure points of KVRESCUE_FAULTS injected."""
         faults = Faults.from_environment()
-        base, helper = (faults.wrap(p, name, POLICY_METHODS) for p, name in ((self.base, "base"), (self.helper, "helper")))
+        base, helper = (faults.wrap(policy, name, POLICY_METHODS)
+                        for policy, name in ((self.base, "base"), (self.helper, "helper")))
         scorer = faults.wrap(self.scorer, "scorer", SCORER_METHODS)
         listener = faults.listener(on_event) if faults else on_event
         return RetryingRun(Engine(base, helper, scorer, self.config, on_event=listener))
