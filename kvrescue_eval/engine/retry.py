@@ -75,12 +75,28 @@ class RetryingRun:
                 except Exception as error:
                     if not is_out_of_memory(error):
                         raise
-                    self._recover(error, [p for p in problems if p.key not in finished], len(finished))
+                    reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+                    if self.max_problems_in_flight == 1:
+                        self._release([p for p in problems if p.key not in finished])
+                        raise ProblemTooLarge(
+                            f"out of memory with a single problem in flight ({reason}); {len(finished)} "
+                            f"problem(s) finished before it (kept in the journal, if one is used). This problem "
+                            f"does not fit: lower max_context, max_step_tokens or n, or use a device with more "
+                            f"memory") from error
+                # out of the except block: the traceback's frames, and the tensors they held, are gone
+                unfinished = [p for p in problems if p.key not in finished]
+                self._release(unfinished)
+                self.max_problems_in_flight //= 2
+                self.retries += 1
+                logger.warning("out of memory (%s): %d problem(s) finished and kept; retrying the other %d with "
+                               "max_problems_in_flight=%d (retry %d)", reason, len(finished), len(unfinished),
+                               self.max_problems_in_flight, self.retries)
         finally:
             engine.on_event = listener
         return [finished[p.key] for p in problems]
 
-    def _recover(self, error: BaseException, unfinished: list[Problem], done: int) -> None:
+    def _release(self, unfinished: list[Problem]) -> None:
+        """Forget every unfinished problem in every policy and the scorer (started or not), freeing its caches."""
         engine = self.engine
         for problem in unfinished:
             for policy in engine.policies.values():
@@ -88,16 +104,6 @@ class RetryingRun:
             if engine.scorer is not None:
                 engine.scorer.release(problem.key)
         free_accelerator_memory()
-        if self.max_problems_in_flight == 1:
-            raise ProblemTooLarge(
-                f"out of memory with a single problem in flight ({error}); {done} problem(s) finished before it "
-                f"(kept in the journal, if one is used). This problem does not fit: lower max_context, "
-                f"max_step_tokens or n, or use a device with more memory") from error
-        self.max_problems_in_flight = max(1, self.max_problems_in_flight // 2)
-        self.retries += 1
-        logger.warning("out of memory (%s): %d problem(s) finished and kept; retrying the other %d with "
-                       "max_problems_in_flight=%d (retry %d)", str(error).splitlines()[0][:200], done,
-                       len(unfinished), self.max_problems_in_flight, self.retries)
 
 
 # -- injectable failure points ---------------------------------------------------------------------
