@@ -11,7 +11,7 @@ Identity (compared field by field when a journal is opened): every model_arg aft
 `max_problems_in_flight` (batching; out-of-memory retries change it too) and `journal`; the device
 type and accelerator name (float results differ across hardware); content fingerprints of every model
 folder used (`kvrescue_eval.fingerprint`); the versions of kvrescue-eval, lm-eval, torch, transformers
-and vLLM. The data is not part of it: a journal entry is keyed by the SHA-256 of the problem's
+and vLLM, and a hash of the package's generating code (engine, eviction, detector, adapters). The data is not part of it: a journal entry is keyed by the SHA-256 of the problem's
 conversation and its repeat index, so a changed prompt is a new key; the fingerprint of each run's
 requests is recorded in its run line.
 """
@@ -106,7 +106,22 @@ def identity(args: ModelArgs, device: str, scorer_used: bool) -> dict:
             by_folder[folder] = folder_fingerprint(folder)
         fingerprints[role] = by_folder[folder]
     return {"model_args": model_args, "accelerator": accelerator(device), "models": fingerprints,
-            "versions": {package: version(package) for package in PACKAGES}}
+            "versions": {package: version(package) for package in PACKAGES}, "source": source_fingerprint()}
+
+
+def source_fingerprint() -> str:
+    """SHA-256 of the code that generates (engine, eviction, detector, adapters): an editable install keeps
+    its version number across edits, and an edit of this code may change results."""
+    import kvrescue_eval
+
+    core, adapters = Path(kvrescue_eval.__file__).parent, Path(__file__).parent
+    files = [core / "detector.py", core / "stats.py", *sorted((core / "engine").glob("*.py")),
+             *sorted((core / "eviction").glob("*.py")), *sorted(adapters.glob("*.py")),
+             *sorted((adapters / "scorers").glob("*.py"))]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def identity_hash(value: dict) -> str:
