@@ -71,6 +71,7 @@ class Journal:
             self._load()
             if not self._has_header:
                 self._append({"journal": MAGIC, "format": FORMAT, "identity": self.identity, "info": info or {}})
+                _fsync_folder(self.path.parent)  # the new file's name is on disk too
             self._append({"run": run or {}})
         except BaseException:
             self.close()
@@ -99,7 +100,8 @@ class Journal:
 
     # -- internals -------------------------------------------------------------------------------
     def _append(self, line: dict) -> None:
-        self.file.write((json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8"))
+        # ASCII escapes: a lone surrogate in a decoded text cannot break the write
+        self.file.write((json.dumps(line, allow_nan=False) + "\n").encode("ascii"))
         self.file.flush()
         os.fsync(self.file.fileno())
 
@@ -155,3 +157,11 @@ class Journal:
         logger.warning("journal %s: the last line (line %d, %d bytes) is torn, the process died while writing "
                        "it; ignored (kept in %s), that problem is computed again", self.path, number, len(tail),
                        aside)
+
+
+def _fsync_folder(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

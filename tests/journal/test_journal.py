@@ -114,3 +114,11 @@ def test_differences_name_nested_fields_added_and_removed():
     assert differences({"a": {"b": 1, "c": 2}}, {"a": {"b": 1, "d": 3}}) == [
         "a.c: journal has 2, this run has None", "a.d: journal has None, this run has 3"]
     assert differences(IDENTITY, json.loads(json.dumps(IDENTITY))) == []
+
+
+def test_any_decoded_text_round_trips_even_a_lone_surrogate(tmp_path):
+    text = "x = \\pi \u2713 \U0001F600 \ud800 end\n\n"
+    with Journal(tmp_path / "journal.jsonl", IDENTITY) as journal:
+        journal.record(("p", 0), result(text))
+    with Journal(tmp_path / "journal.jsonl", IDENTITY) as journal:
+        assert journal.get(("p", 0))["text"] == text
