@@ -48,11 +48,12 @@ class KVRescueLM(LM):
         problems = problems_of(requests)
         journal = self._open_journal(problems)
         try:
-            resumed = {p.key: journal.get(p.key) for p in problems if journal is not None and journal.get(p.key)}
+            recorded = journal.entries if journal is not None else {}
+            resumed = {p.key: recorded[p.key] for p in problems if p.key in recorded}
             todo = [p for p in problems if p.key not in resumed]
             if resumed:
                 logger.warning("journal %s: %d of %d problems already finished, generating the other %d",
-                            journal.path, len(resumed), len(problems), len(todo))
+                               journal.path, len(resumed), len(problems), len(todo))
             progress = Progress(len(problems), len(resumed), disable=disable_tqdm)
 
             def on_event(kind, **info):
