@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 from collections import Counter
+from dataclasses import asdict
 
 from lm_eval.api.model import LM
 
@@ -113,7 +114,14 @@ class KVRescueLM(LM):
             "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
             "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,
-            "totals": totals}}
+            **detector_info(a), "totals": totals}}
+
+
+def detector_info(args) -> dict:
+    """The effective detector: "on"/"off" and, when on, its thresholds (DetectorConfig's fields)."""
+    config = args.detector_config
+    return {"detector": "on" if config is not None else "off",
+            "detector_settings": asdict(config) if config is not None else None}
 
 
 _GENERATES_ONLY = ("the kvrescue model generates only (generate_until): loglikelihood requests "
