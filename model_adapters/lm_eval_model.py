@@ -21,6 +21,7 @@ from lm_eval.api.model import LM
 from kvrescue_eval.engine.scheduler import Engine, Problem
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS, TextWithStats
 
+from .lm_eval_seed import effective_seed
 from .model_args import parse_model_args
 
 logger = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ CONVERSATION_MARKER = "kvrescue-conversation"
 class KVRescueLM(LM):
     def __init__(self, **model_args):
         super().__init__()
+        model_args, self.seed_source = effective_seed(model_args)
         self.args = parse_model_args(model_args)  # fails on bad input before loading anything
         from .hf_loading import build_components
 
@@ -113,6 +115,7 @@ class KVRescueLM(LM):
             "mix_lambda": a.mix_lambda if a.evicts and a.evictor == "rkv" else None,
             "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
+            "seed_source": self.seed_source,
             "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,
             **detector_info(a), "totals": totals}}
 
