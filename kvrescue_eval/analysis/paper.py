@@ -89,10 +89,18 @@ def base_label(model):
     return next((label for label, name in BASES.items() if name == model), None)
 
 
+def papers_detector(mode):
+    """The paper uses early exit in KV-Rescue only."""
+    return "on" if mode == "rescue" else "off"
+
+
 def table5_cell(setting, benchmark):
     """(mean, std) the paper reports for this setting and benchmark, or None. A helper-alone run is matched
-    with the paper's small full-KV row at the same N (the same in its 7B and 72B blocks)."""
+    with the paper's small full-KV row at the same N (the same in its 7B and 72B blocks). The detector must
+    be the paper's: Table 5 has no rescue row without early exit (Table 2's "+ interleaving" is one)."""
     if benchmark not in BENCHMARKS or setting.evictor not in (None, EVICTOR):
+        return None
+    if setting.detector != papers_detector(setting.mode):
         return None
     if setting.mode == "helper" or (setting.mode == "full" and base_label(setting.base) == "helper"):
         if base_label(setting.base) != "helper":
@@ -112,6 +120,15 @@ def recovery(label, n, budget, benchmark):
     rescue, bon, full = (table5()[(label, n, mode, b)][benchmark][0]
                          for mode, b in (("rescue", budget), ("bon", budget), ("full", None)))
     return (rescue - bon) / (full - bon)
+
+
+def interleaving_recovery(budget):
+    """Recovery of the Table 2 row "+ interleaving" (rescue without early exit; MATH500, 7B, N=8)."""
+    rows = table2()
+    inter, bon, full = (rows.get((b, m)) for b, m in ((budget, "+ interleaving"), (budget, "bon"), (None, "full")))
+    if inter is None or bon is None:
+        return None
+    return (inter["accuracy"] - bon["accuracy"]) / (full["accuracy"] - bon["accuracy"])
 
 
 def mean_recovery(n, budget, labels=tuple(BASES), benchmarks=BENCHMARKS):

@@ -28,7 +28,7 @@ def table5_side_by_side(cells, metric):
         row.update(benchmark=cell.benchmark, ours_mean=cell.accuracy.mean, ours_std=cell.accuracy.std,
                    paper_mean=reported[0] if reported else None, paper_std=reported[1] if reported else None,
                    difference=_difference(cell.accuracy.mean, reported[0] if reported else None),
-                   note=None if reported else NOT_PAPER)
+                   note=None if reported else _why_no_row(cell.setting))
         if reported and metric != "exact_match_boxed":
             row["note"] = f"ours is {metric}; the paper's is boxed and correct (exact_match_boxed)"
         rows.append(row)
@@ -36,6 +36,13 @@ def table5_side_by_side(cells, metric):
     formats = {col: percent for col in ("ours_mean", "ours_std", "paper_mean", "paper_std", "difference")}
     return Table("paper_table5", f"Table 5 beside the paper: {metric} (%), ours and the paper's mean and population "
                  f"std over seeds, difference = ours - paper (paper: {paper.NOTE})", columns, rows, formats)
+
+
+def _why_no_row(setting):
+    if setting.detector != paper.papers_detector(setting.mode):
+        return (f"no paper row: the paper's {setting.mode} runs with the detector {paper.papers_detector(setting.mode)}"
+                + (" (rescue without early exit: Table 2, + interleaving)" if setting.mode == "rescue" else ""))
+    return NOT_PAPER
 
 
 def recovery_side_by_side(comparisons):
@@ -59,6 +66,12 @@ def recovery_side_by_side(comparisons):
 
 
 def _paper_recovery(setting, benchmark):
+    if setting.detector == "off":  # the paper's rescue rows use early exit, but for Table 2's "+ interleaving"
+        label = paper.base_label(setting.base)
+        value = paper.interleaving_recovery(setting.budget) if (label, setting.n, benchmark) == ("7B", 8, "math500") else None
+        if value is not None:
+            return value, "paper Table 2, + interleaving (rescue without early exit)"
+        return None, "the paper reports rescue without early exit only in Table 2 (MATH500, 7B, N=8, B 64/128)"
     ns, budgets = paper.settings()
     if setting.n not in ns or setting.budget not in budgets:
         return None, (f"the paper has no N={setting.n}, B={setting.budget} setting "
@@ -80,7 +93,8 @@ def table1_side_by_side(cells):
     for cell in cells:
         s = cell.setting
         reported = None
-        if paper.base_label(s.base) == "7B" and s.n == 8 and s.mode in ("bon", "rescue", "full"):
+        if (paper.base_label(s.base) == "7B" and s.n == 8 and s.mode in ("bon", "rescue", "full")
+                and s.detector == paper.papers_detector(s.mode)):
             reported = paper.table1().get((cell.benchmark, s.budget, s.mode))
         for quantity in TABLE1_QUANTITIES:
             ours = cell.stats.get(quantity)
@@ -90,7 +104,8 @@ def table1_side_by_side(cells):
             row = _setting_fields(s)
             row.update(benchmark=cell.benchmark, quantity=quantity, ours=ours, paper=theirs,
                        difference=_difference(ours, theirs),
-                       note=None if reported else "no paper row: Table 1 is Qwen2.5-Math-7B, N=8, five benchmarks")
+                       note=None if reported else "no paper row: Table 1 is Qwen2.5-Math-7B, N=8, five benchmarks, "
+                                                  "early exit in rescue only")
             rows.append(row)
     columns = SETTING_COLUMNS + ("benchmark", "quantity", "ours", "paper", "difference", "note")
     return Table("paper_table1", f"Table 1 beside the paper: decode cost per problem (means; {paper.NOTE})", columns,
