@@ -2,6 +2,17 @@
 
 Everything here runs before any model is loaded, so a bad value fails in a second with a message
 that names the argument and the valid values.
+
+Budget semantics: `budget` B counts every slot kept per layer and KV head after a compression,
+including the `window` most recent ones (always kept; their queries score the others), as in R-KV's
+reference code; B - window slots are chosen by score. The paper describes B as the score-selected
+entries plus a protected recent window; here the window is inside B. Between compressions the cache
+grows by up to `buffer` slots, so memory is bounded by B + buffer (192 slots at the paper's B = 64).
+
+Detector: on by default in mode rescue only; the baselines (bon, full, helper) have no early exit,
+as in the paper. `detector=off` with mode rescue is the paper's Table 2 row "+ interleaving".
+
+Seed: `seed=S` here, else the seed of `lm_eval --seed` (its first value), see lm_eval_seed.py.
 """
 
 from dataclasses import asdict, dataclass, fields

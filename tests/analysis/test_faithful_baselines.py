@@ -89,6 +89,9 @@ def test_recovery_defaults_to_the_boxed_metric(tmp_path):
     data, _ = report(tmp_path, "--metric", "exact_match")
     (row,) = rows(data, "recovery")
     assert (row["bon"], row["rescue"], row["recovery"]) == (0.5, 1.0, 1.0)
+    # the gate too: recovery 0.5 on the boxed metric, 1.0 on exact_match
+    assert main(["check", str(runs), "--min-recovery", "0.6"]) == 1
+    assert main(["check", str(runs), "--min-recovery", "0.6", "--metric", "exact_match"]) == 0
 
 
 def test_population_std_of_the_papers_aime_cell(tmp_path):
