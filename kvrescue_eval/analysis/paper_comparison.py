@@ -10,8 +10,8 @@ Differences are ours minus the paper's. Paper figures are "reported by the paper
 
 from kvrescue_eval.analysis import paper
 from kvrescue_eval.analysis.comparisons import average_recovery
-from kvrescue_eval.analysis.tables import (SETTING_COLUMNS, Table, _setting_fields, number, percent, table2_rows,
-                                           _ablation_values)
+from kvrescue_eval.analysis.tables import (SETTING_COLUMNS, Table, ablation_values, number, percent, setting_fields,
+                                           table2_rows)
 
 NOT_PAPER = "no paper row: the paper reports Qwen2.5-Math 7B/72B (helper 1.5B) on its five benchmarks"
 
@@ -24,7 +24,7 @@ def table5_side_by_side(cells, metric):
     rows = []
     for cell in cells:
         reported = paper.table5_cell(cell.setting, cell.benchmark)
-        row = _setting_fields(cell.setting)
+        row = setting_fields(cell.setting)
         row.update(benchmark=cell.benchmark, ours_mean=cell.accuracy.mean, ours_std=cell.accuracy.std,
                    paper_mean=reported[0] if reported else None, paper_std=reported[1] if reported else None,
                    difference=_difference(cell.accuracy.mean, reported[0] if reported else None),
@@ -50,13 +50,13 @@ def recovery_side_by_side(comparisons):
     for comp in comparisons:
         s = comp.rescue.setting
         theirs, basis = _paper_recovery(s, comp.rescue.benchmark)
-        row = _setting_fields(s)
+        row = setting_fields(s)
         row.update(benchmark=comp.rescue.benchmark, ours=comp.recovery, paper=theirs,
                    difference=_difference(comp.recovery, theirs), paper_basis=basis, status=comp.status)
         rows.append(row)
     for setting, mean, defined, total in average_recovery(comparisons):
         theirs, basis = _paper_recovery(setting, None)
-        row = _setting_fields(setting)
+        row = setting_fields(setting)
         row.update(benchmark=f"mean of {defined}/{total}", ours=mean, paper=theirs,
                    difference=_difference(mean, theirs), paper_basis=basis, status=None)
         rows.append(row)
@@ -101,7 +101,7 @@ def table1_side_by_side(cells):
             theirs = reported.get(quantity) if reported else None
             if ours is None and theirs is None:
                 continue
-            row = _setting_fields(s)
+            row = setting_fields(s)
             row.update(benchmark=cell.benchmark, quantity=quantity, ours=ours, paper=theirs,
                        difference=_difference(ours, theirs),
                        note=None if reported else "no paper row: Table 1 is Qwen2.5-Math-7B, N=8, five benchmarks, "
@@ -119,7 +119,7 @@ def table2_side_by_side(cells):
         reported = None
         if paper.base_label(s.base) == "7B" and s.n == 8 and cell.benchmark == "math500":
             reported = paper.table2().get((None if method == "full" else s.budget, method))
-        for quantity, ours in _ablation_values(cell).items():
+        for quantity, ours in ablation_values(cell).items():
             theirs = reported.get(quantity) if reported else None
             if quantity in RATES:  # percentages in this long table, so one number format fits every row
                 quantity, ours, theirs = quantity + "_pct", _pct(ours), _pct(theirs)

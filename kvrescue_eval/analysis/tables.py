@@ -72,7 +72,7 @@ def number(value):
     return "—" if value is None else f"{value:.1f}"
 
 
-def _setting_fields(setting):
+def setting_fields(setting):
     return {col: getattr(setting, col) for col in SETTING_COLUMNS}
 
 
@@ -87,7 +87,7 @@ def accuracy_table(cells, metric):
     rows = []
     others = [name for name in ACCURACY_METRICS if name != metric]
     for cell in cells:
-        row = _setting_fields(cell.setting)
+        row = setting_fields(cell.setting)
         row.update(benchmark=cell.benchmark, problems=cell.n_samples, limit=_limit(cell), seeds=cell.accuracy.count,
                    pass1_mean=cell.accuracy.mean, pass1_std=cell.accuracy.std)
         for name in others:
@@ -114,7 +114,7 @@ def accuracy_matrix(cells, metric):
         by_setting.setdefault(cell.setting, {})[cell.benchmark] = cell
     rows = []
     for setting, per_bench in by_setting.items():
-        row = _setting_fields(setting)
+        row = setting_fields(setting)
         for bench in benchmarks:
             cell = per_bench.get(bench)
             row[bench] = (cell.accuracy.mean, cell.accuracy.std) if cell else None
@@ -129,7 +129,7 @@ def accuracy_matrix(cells, metric):
 def recovery_table(comparisons, metric):
     rows = []
     for comp in comparisons:
-        row = _setting_fields(comp.rescue.setting)
+        row = setting_fields(comp.rescue.setting)
         row.update(benchmark=comp.rescue.benchmark, problems=comp.rescue.n_samples, rescue=comp.rescue.accuracy.mean,
                    bon=comp.bon.accuracy.mean if comp.bon else None,
                    full=comp.full.accuracy.mean if comp.full else None,
@@ -146,7 +146,7 @@ def recovery_table(comparisons, metric):
 def recovery_average_table(comparisons):
     rows = []
     for setting, mean, defined, total in average_recovery(comparisons):
-        row = _setting_fields(setting)
+        row = setting_fields(setting)
         row.update(mean_recovery=mean, benchmarks=f"{defined}/{total}")
         rows.append(row)
     columns = SETTING_COLUMNS + ("mean_recovery", "benchmarks")
@@ -158,7 +158,7 @@ def decode_cost_table(cells):
     """Table 1 layout: mean per problem of steps, output length, base and helper tokens."""
     rows = []
     for cell in cells:
-        row = _setting_fields(cell.setting)
+        row = setting_fields(cell.setting)
         row.update(benchmark=cell.benchmark, steps=cell.stats.get("steps"),
                    output_tokens=cell.stats.get("output_tokens"), base_tokens=cell.stats.get("base_tokens"),
                    helper_tokens=cell.stats.get("helper_tokens"))
@@ -174,7 +174,7 @@ ABLATION_FORMATS = {"accuracy": percent, "degeneration_rate": percent, "early_ex
                     "base_tokens": number, "steps": number}
 
 
-def _ablation_values(cell):
+def ablation_values(cell):
     """Early-exit rate = early exits / base candidates, base candidates = steps x N."""
     stats, n = cell.stats, cell.setting.n
     base_candidates = stats["steps"] * n if "steps" in stats and cell.setting.mode in ("rescue", "bon", "full") else None
@@ -185,7 +185,7 @@ def _ablation_values(cell):
 
 def ablation_table(cells, metric):
     """Every cell with the Table 2 statistics."""
-    rows = [{**_setting_fields(cell.setting), "benchmark": cell.benchmark, **_ablation_values(cell)} for cell in cells]
+    rows = [{**setting_fields(cell.setting), "benchmark": cell.benchmark, **ablation_values(cell)} for cell in cells]
     return Table("ablation", f"Statistics of every setting: {metric} (%), degeneration rate (%), base tokens, steps, "
                  "early-exit rate (% of base candidates)", SETTING_COLUMNS + ("benchmark",) + ABLATION_STATS, rows,
                  ABLATION_FORMATS)
@@ -225,7 +225,7 @@ def table2(cells, metric):
     rows = []
     for key, method, cell in table2_rows(cells):
         row = dict(zip(TABLE2_KEY, key[:-1]), benchmark=key[-1], method=method, helper=cell.setting.helper)
-        row.update(_ablation_values(cell))
+        row.update(ablation_values(cell))
         rows.append(row)
     columns = ("base", "n", "evictor", "budget", "benchmark", "method", "helper") + ABLATION_STATS
     return Table("table2", f"Table 2 layout (cumulative): bon, + interleaving (rescue, detector off), + early exit "
@@ -239,7 +239,7 @@ def helper_share_table(cells):
     for cell in cells:
         if cell.setting.mode != "rescue":
             continue
-        row = _setting_fields(cell.setting)
+        row = setting_fields(cell.setting)
         row.update(benchmark=cell.benchmark,
                    helper_share=_ratio(cell.stats.get("helper_steps"), cell.stats.get("steps")))
         rows.append(row)
@@ -250,7 +250,7 @@ def helper_share_table(cells):
 def unpaired_table(unpaired):
     rows = []
     for cell, reason in unpaired:
-        row = _setting_fields(cell.setting)
+        row = setting_fields(cell.setting)
         row.update(benchmark=cell.benchmark, reason=reason)
         rows.append(row)
     return Table("unpaired", "Runs outside any complete comparison", SETTING_COLUMNS + ("benchmark", "reason"),
