@@ -14,7 +14,7 @@ import hashlib
 import json
 import logging
 from collections import Counter
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from lm_eval.api.model import LM
 
@@ -22,6 +22,7 @@ from kvrescue_eval.engine.retry import POLICY_METHODS, SCORER_METHODS, Faults, R
 from kvrescue_eval.engine.scheduler import Engine, Problem
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS, TextWithStats
 
+from .lm_eval_seed import effective_seed
 from .model_args import parse_model_args
 from .progress import Progress
 
@@ -32,6 +33,7 @@ CONVERSATION_MARKER = "kvrescue-conversation"
 class KVRescueLM(LM):
     def __init__(self, **model_args):
         super().__init__()
+        model_args, self.seed_source = effective_seed(model_args)
         self.args = parse_model_args(model_args)  # fails on bad input before loading anything
         from .hf_loading import build_components
 
@@ -139,8 +141,9 @@ class KVRescueLM(LM):
             "mix_lambda": a.mix_lambda if a.evicts and a.evictor == "rkv" else None,
             "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
+            "seed_source": self.seed_source,
             "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,
-            "totals": totals, "run": self._run_info()}}
+            **detector_info(a), "totals": totals, "run": self._run_info()}}
 
     def _run_info(self) -> dict:
         """What happened in this process: problems resumed from the journal or generated, out-of-memory
@@ -149,6 +152,13 @@ class KVRescueLM(LM):
 
         return {**{key: int(self.run_stats[key]) for key in ("resumed", "generated", "oom_retries")},
                 "max_problems_in_flight": self.config.max_problems_in_flight, "grader_timeouts": SANDBOX.killed}
+
+
+def detector_info(args) -> dict:
+    """The effective detector: "on"/"off" and, when on, its thresholds (DetectorConfig's fields)."""
+    config = args.detector_config
+    return {"detector": "on" if config is not None else "off",
+            "detector_settings": asdict(config) if config is not None else None}
 
 
 _GENERATES_ONLY = ("the kvrescue model generates only (generate_until): loglikelihood requests "

@@ -62,14 +62,14 @@ def figure5(analysis):
         levels = {}
         for comp in (c for c in analysis.comparisons if c.rescue.benchmark == bench):
             s = comp.rescue.setting
-            lines[("rescue", _label(s))][s.budget] = comp.rescue.qwen.mean
+            lines[("rescue", _label(s))][s.budget] = comp.rescue.accuracy.mean
             if comp.bon:
-                lines[("bon", _label(comp.bon.setting))][s.budget] = comp.bon.qwen.mean
+                lines[("bon", _label(comp.bon.setting))][s.budget] = comp.bon.accuracy.mean
             if comp.full:
-                levels[("full", comp.full.setting.base.split("/")[-1])] = comp.full.qwen.mean
+                levels[("full", comp.full.setting.base.split("/")[-1])] = comp.full.accuracy.mean
             if comp.helper:
                 name = (comp.helper.setting.helper or comp.helper.setting.base).split("/")[-1]
-                levels[("helper", name)] = comp.helper.qwen.mean
+                levels[("helper", name)] = comp.helper.accuracy.mean
         for (mode, label), points in sorted(lines.items()):
             budgets = sorted(points)
             ax.plot(budgets, [100 * points[b] for b in budgets], marker="o" if mode == "rescue" else "s",
@@ -79,7 +79,7 @@ def figure5(analysis):
                        label=f"{mode}: {label}")
         _budget_axis(ax, {b for points in lines.values() for b in points})
         ax.set_title(bench)
-        ax.set_ylabel("pass@1 (%)")
+        ax.set_ylabel(f"{analysis.metric} (%)")
         ax.legend(fontsize=6)
     out = _render(figure)
     plt.close(figure)
