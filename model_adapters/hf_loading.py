@@ -87,5 +87,6 @@ def build_components(args: ModelArgs):
         scorer = build_scorer(args.scorer, **resources, **args.scorer_options)
     config = EngineConfig(n_base=n_base, n_helper=n_helper, max_steps=args.max_steps,
                           max_step_tokens=args.max_step_tokens, max_context=args.max_context,
-                          max_problems_in_flight=args.max_problems_in_flight, seed=args.seed)
+                          max_problems_in_flight=args.max_problems_in_flight, seed=args.seed,
+                          detector=args.detector_config)
     return base, helper, scorer, config

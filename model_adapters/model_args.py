@@ -5,10 +5,22 @@ that names the argument and the valid values. The evictor is built here, once, w
 parameter of the chosen evictor's class or of the chosen scorer's factory is a model_arg too (e.g. `sinks`
 for `streamingllm`, `pool_kernel` for `rkv`/`snapkv`, `max_batch_rows` for the scorers), so a new plug-in
 brings its options with it.
+
+Budget semantics: `budget` B counts every slot kept per layer and KV head after a compression,
+including the `window` most recent ones (always kept; their queries score the others), as in R-KV's
+reference code; B - window slots are chosen by score. The paper describes B as the score-selected
+entries plus a protected recent window; here the window is inside B. Between compressions the cache
+grows by up to `buffer` slots, so memory is bounded by B + buffer (192 slots at the paper's B = 64).
+
+Detector: on by default in mode rescue only; the baselines (bon, full, helper) have no early exit,
+as in the paper. `detector=off` with mode rescue is the paper's Table 2 row "+ interleaving".
+
+Seed: `seed=S` here, else the seed of `lm_eval --seed` (its first value), see lm_eval_seed.py.
 """
 
 from dataclasses import asdict, dataclass, field, fields, replace
 
+from kvrescue_eval.detector import DetectorConfig
 from kvrescue_eval.engine.config import MODES
 
 from .presets import DEFAULT_PRESET, PRESETS
@@ -16,6 +28,10 @@ from .presets import DEFAULT_PRESET, PRESETS
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 # lm-eval passes these from its own command line; batching is `max_problems_in_flight`.
 LM_EVAL_EXTRAS = ("batch_size", "max_batch_size")
+# The paper uses early exit in KV-Rescue only: its best-of-N and full-KV baselines have none (Table 2).
+DETECTOR_DEFAULT = {name: "on" if mode.early_exit else "off" for name, mode in MODES.items()}
+DETECTOR_SWITCH = {"on": "on", "off": "off", True: "on", False: "off", "true": "on", "false": "off"}
+_PAPER_DETECTOR = DetectorConfig()
 
 
 @dataclass(frozen=True)
@@ -29,7 +45,7 @@ class ModelArgs:
     n_base: int | None = None       # overrides n for the base (default: n if the mode uses the base)
     n_helper: int | None = None     # overrides n for the helper (default: n if the mode uses the helper)
     evictor: str = "rkv"            # eviction method of the base (modes rescue and bon): a name of EVICTORS
-    budget: int = 64                # KV slots kept per layer and KV head after a compression
+    budget: int = 64                # KV slots kept per layer and KV head after a compression (see below)
     buffer: int = 128               # slots added between compressions (memory bound: budget + buffer)
     window: int = 8                 # recent slots always kept; their queries score the others
     temperature: float = 0.8
@@ -39,10 +55,22 @@ class ModelArgs:
     max_step_tokens: int = 512      # tokens per candidate step
     max_context: int = 4096         # prompt + trajectory tokens (base tokenizer)
     max_problems_in_flight: int = 8  # problems decoded at once (continuous batching)
+    # Degeneration detector (early exit of base candidates): on | off; None = the mode's default
+    # (on for rescue, off for bon, full and helper, as in the paper). detector=off with mode=rescue
+    # is the paper's Table 2 row "+ interleaving". Thresholds: kvrescue_eval.detector.DetectorConfig.
+    detector: str | None = None
+    detector_entropy_threshold: float = _PAPER_DETECTOR.entropy_threshold  # nats, moving average
+    detector_window: int = _PAPER_DETECTOR.window                           # tokens averaged
+    detector_guard: int = _PAPER_DETECTOR.guard                             # tokens before the first check
+    detector_gzip_threshold: float = _PAPER_DETECTOR.gzip_threshold         # gzip ratio below this: a loop
+    detector_gzip_chars: int = _PAPER_DETECTOR.gzip_chars                   # characters compressed
     dtype: str = "auto"
     device: str = "cpu"
     seed: int = 0
     preset: str | None = None
+    # Run journal (docs/resume.md): finished problems on disk, so a rerun resumes. Default: beside
+    # lm-eval's --output_path when given; "off": none. Not part of a result's identity.
+    journal: str | None = None
     evictor_options: dict = field(default_factory=dict)  # options of the evictor class, as given
     scorer_options: dict = field(default_factory=dict)   # options of the scorer factory, as given
     # The evictor object, built once from `evictor` and `evictor_options` (None when the mode does not evict).
@@ -64,6 +92,20 @@ class ModelArgs:
     def scored(self) -> bool:
         """Whether steps are chosen among several candidates (one candidate needs no scorer)."""
         return sum(self.counts) > 1
+
+    @property
+    def detector_on(self) -> bool:
+        """The effective detector switch: the model_arg, else the mode's default."""
+        return (self.detector or DETECTOR_DEFAULT[self.mode]) == "on"
+
+    @property
+    def detector_config(self) -> DetectorConfig | None:
+        """What the engine gets: None when the detector is off (no candidate is ever aborted)."""
+        if not self.detector_on:
+            return None
+        return DetectorConfig(entropy_threshold=self.detector_entropy_threshold, window=self.detector_window,
+                              guard=self.detector_guard, gzip_threshold=self.detector_gzip_threshold,
+                              gzip_chars=self.detector_gzip_chars)
 
     def as_dict(self) -> dict:
         return {name: value for name, value in asdict(self).items() if name != "eviction"}
@@ -125,6 +167,12 @@ def _build_evictor(args: ModelArgs):
 
 
 def _convert(name: str, value):
+    if name == "detector" and value is not None:
+        key = value.lower() if isinstance(value, str) else value
+        if key not in DETECTOR_SWITCH:
+            raise ValueError(f"model_arg detector={value!r} is invalid; valid: on, off "
+                             f"(default: {', '.join(f'{v} for {m}' for m, v in DETECTOR_DEFAULT.items())})")
+        return DETECTOR_SWITCH[key]
     if value is None or name not in NUMERIC:
         return None if value is None else str(value)
     return _to_number(name, value, NUMERIC[name])
@@ -149,7 +197,7 @@ def _to_number(name: str, value, kind):
         if kind is int and number != int(number):
             raise ValueError
         return kind(number)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"model_arg {name}={value!r} must be {'an integer' if kind is int else 'a number'}") from None
 
 
@@ -200,3 +248,16 @@ def validate(args: ModelArgs) -> None:
         bad("top_k", "an integer >= 0 (0: off)")
     if args.dtype not in DTYPES:
         bad("dtype", ", ".join(DTYPES))
+    validate_detector(args)
+
+
+def validate_detector(args: ModelArgs) -> None:
+    if args.detector == "on" and not MODES[args.mode].uses_base:
+        raise ValueError(f"model_arg detector=on does nothing in mode {args.mode}: the detector screens base "
+                         f"candidates only, never the helper's (valid: detector=off or no detector in mode helper)")
+    limits = {"detector_entropy_threshold": (0, "a number >= 0 (nats)"), "detector_window": (1, "an integer >= 1"),
+              "detector_guard": (0, "an integer >= 0"), "detector_gzip_threshold": (0, "a number >= 0"),
+              "detector_gzip_chars": (1, "an integer >= 1")}
+    for name, (lowest, valid) in limits.items():
+        if not getattr(args, name) >= lowest:  # also refuses nan
+            raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")

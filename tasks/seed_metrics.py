@@ -3,7 +3,15 @@
 With `repeats: K` a doc gets K responses, response j from seed j. Per doc, every correctness metric
 is the list of the K per-seed 0/1 verdicts (so `--log_samples` holds per-seed accuracy); the
 aggregations turn the lists of all docs into per-seed accuracies and report their mean and their
-sample standard deviation.
+population standard deviation (ddof 0, as the paper's Table 5: one right answer in 5 x 30 AIME24
+problems is 0.7 +- 1.3).
+
+Correctness metrics:
+- `exact_match`: right under grader mode qwen (the answer may come from the harness's fallbacks,
+  "The answer is ..." or the last number);
+- `exact_match_strict`: right under grader mode strict;
+- `exact_match_boxed`: right under mode qwen AND the answer was taken from a \\boxed{} (the paper's
+  Table 5 metric, "boxed and correct").
 
 Engine statistics are reported only when every response is a `TextWithStats` (the `kvrescue`
 model): stock lm-eval models report the correctness metrics alone, and lm-eval then simply shows
@@ -15,6 +23,7 @@ import statistics
 from kvrescue_eval.stats import DEGENERATION_MIN_STEPS, STAT_KEYS, TextWithStats
 
 MODES = {"exact_match": "qwen", "exact_match_strict": "strict"}
+BOXED = "exact_match_boxed"
 SEED_STD_SUFFIX = "_seed_std"
 
 
@@ -30,7 +39,10 @@ def score_responses(doc, results, *, benchmark):
         metrics[metric] = [
             int(grading.math_equal(grading.extract_answer(str(response), benchmark, mode=mode), gold, mode=mode))
             for response in responses]
-        if len(responses) > 1:
+    metrics[BOXED] = [int(right and grading.has_boxed_answer(str(response)))
+                      for right, response in zip(metrics["exact_match"], responses)]
+    if len(responses) > 1:
+        for metric in (*MODES, BOXED):
             metrics[metric + SEED_STD_SUFFIX] = metrics[metric]
     if responses and all(isinstance(response, TextWithStats) for response in responses):
         metrics.update(engine_statistics(responses, metrics["exact_match"]))
@@ -59,8 +71,8 @@ def mean_over_seeds(items):
 
 
 def seed_std(items):
-    """Sample standard deviation over seeds of the per-seed accuracy."""
-    return statistics.stdev(per_seed_accuracy(items))
+    """Population standard deviation (ddof 0) over seeds of the per-seed accuracy."""
+    return statistics.pstdev(per_seed_accuracy(items))
 
 
 def mean_over_samples(items):

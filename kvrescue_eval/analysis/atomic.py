@@ -1,4 +1,8 @@
-"""Write a set of files so that a failure leaves no half-written output behind."""
+"""Write a set of files so that a failure leaves no half-written output behind.
+
+Files get the permissions a plain `open(path, "w")` gives (0666 less the umask), not the 0600 of the
+temporary files they are staged in.
+"""
 
 import os
 import tempfile
@@ -9,6 +13,7 @@ def write_files(files):
     """files: path -> str or bytes. Everything is rendered before this is called; each file is
     written to a temporary name in its folder and renamed into place only after all are written."""
     staged = []
+    mode = 0o666 & ~_umask()
     try:
         for path, content in files.items():
             path = Path(path)
@@ -18,9 +23,16 @@ def write_files(files):
             staged.append((temp, path))
             with os.fdopen(handle, "wb") as out:
                 out.write(data)
+            os.chmod(temp, mode)
     except BaseException:
         for temp, _ in staged:
             os.unlink(temp)
         raise
     for temp, path in staged:
         os.replace(temp, path)
+
+
+def _umask():
+    current = os.umask(0o022)  # reading the umask means setting it: put it back at once
+    os.umask(current)
+    return current

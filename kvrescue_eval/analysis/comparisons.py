@@ -1,19 +1,27 @@
 """From runs to cells (one setting on one benchmark, seeds pooled) and to rescue comparisons.
 
-A comparison pairs a rescue cell with the arms its recovery needs, on the same benchmark:
-- bon: evicted best-of-N with the same base, N, evictor and budget;
-- full: the full-KV run of the same base (the one with the same N if there is one, else N=1);
-- helper (optional, for Figure 5): the helper model alone (mode "helper" with that helper, or a full
-  run whose model is the helper, e.g. a stock `--model hf` run).
-Recovery = (A_rescue - A_bon) / (A_full - A_bon) on the mean pass@1 (grader mode qwen); undefined when
-A_full == A_bon. Cells that are not part of a complete comparison are listed with what they lack.
+A comparison pairs a rescue cell with the arms its recovery needs, on the same benchmark, all at the
+rescue's N (the paper's reference rows are at the same N as the row they are compared with; an arm at
+another N is never used in its place):
+- bon: evicted best-of-N with the same base, N, evictor and budget, detector off (the paper's
+  baseline has no early exit);
+- full: the full-KV run of the same base at the same N, detector off;
+- helper (optional, for Figure 5): the helper model alone at the same N (mode "helper" with that helper,
+  or a full run whose model is the helper, e.g. a stock `--model hf` run when N = 1).
+Arms must also share the rescue's step and context limits (max_steps, max_step_tokens, max_context)
+when they record them. Recovery = (A_rescue - A_bon) / (A_full - A_bon) on the chosen accuracy metric
+(default exact_match_boxed); undefined when A_full == A_bon. A comparison with a missing arm is
+reported incomplete, naming the arm and the exact lm_eval command that would produce it.
 """
 
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
+from kvrescue_eval.analysis.missing_runs import arm_command
 from kvrescue_eval.analysis.seeds import pool
+
+LIMITS = ("max_steps", "max_step_tokens", "max_context")
 
 
 @dataclass
@@ -21,12 +29,17 @@ class Cell:
     setting: object
     benchmark: str
     runs: list
-    qwen: object
-    strict: object
+    accuracy: object   # SeedSummary of the chosen metric
+    metrics: dict      # accuracy metric name -> SeedSummary (those every run of the cell reports)
     stats: dict
     task_version: object
     config_sha256: str
     n_samples: int
+
+    @property
+    def limits(self):
+        """--limit values of its runs (empty: every run used the whole test set)."""
+        return sorted({run.limit for run in self.runs if run.limit is not None})
 
 
 @dataclass
@@ -35,7 +48,7 @@ class Comparison:
     bon: Cell | None
     full: Cell | None
     helper: Cell | None = None
-    missing: list = field(default_factory=list)  # why an arm is absent, e.g. "no bon run"
+    missing: list = field(default_factory=list)  # why an arm is absent, with the command that makes it
 
     @property
     def status(self):
@@ -53,10 +66,10 @@ class Comparison:
     def recovery(self):
         if not self.complete:
             return None
-        gap = self.full.qwen.mean - self.bon.qwen.mean
+        gap = self.full.accuracy.mean - self.bon.accuracy.mean
         if gap == 0:
             return None
-        return (self.rescue.qwen.mean - self.bon.qwen.mean) / gap
+        return (self.rescue.accuracy.mean - self.bon.accuracy.mean) / gap
 
 
 @dataclass
@@ -64,24 +77,27 @@ class Analysis:
     cells: list
     comparisons: list
     unpaired: list  # (cell, reason) for cells that no complete comparison uses
+    metric: str = "exact_match_boxed"
 
 
 def analyse(runs):
     cells = build_cells(runs)
     comparisons = [compare(cell, cells) for cell in cells if cell.setting.mode == "rescue"]
     used = {id(c) for comp in comparisons if comp.complete for c in (comp.rescue, comp.bon, comp.full, comp.helper)}
-    unpaired = []
-    for cell in cells:
-        if id(cell) in used:
-            continue
-        if cell.setting.mode == "rescue":
-            reason = next(c for c in comparisons if c.rescue is cell).status
-        elif cell.setting.mode == "bon":
-            reason = "no rescue run with this base, N, evictor and budget"
-        else:
-            reason = "reference only: no complete rescue comparison uses it"
-        unpaired.append((cell, reason))
-    return Analysis(cells, comparisons, unpaired)
+    unpaired = [(cell, _unpaired_reason(cell, comparisons)) for cell in cells if id(cell) not in used]
+    metrics = {run.metric for run in runs}
+    return Analysis(cells, comparisons, unpaired, metrics.pop() if len(metrics) == 1 else "exact_match_boxed")
+
+
+def _unpaired_reason(cell, comparisons):
+    if cell.setting.mode == "rescue":
+        return next(c for c in comparisons if c.rescue is cell).status
+    waiting = [c for c in comparisons if any(cell is arm for arm in (c.bon, c.full, c.helper))]
+    if waiting:  # it is an arm of a comparison that lacks another arm: say which
+        return "; ".join(dict.fromkeys(c.status for c in waiting))
+    if cell.setting.mode == "bon":
+        return "no rescue run with this base, N, evictor and budget"
+    return "reference only: no complete rescue comparison uses it"
 
 
 def build_cells(runs):
@@ -101,15 +117,15 @@ def build_cells(runs):
     cells = []
     for (setting, benchmark), members in grouped.items():
         tasks = [task for _, task in members]
-        strict = [t.strict for t in tasks]
         stats = {}
         for key in tasks[0].stats:
             values = [t.stats[key] for t in tasks if key in t.stats]
             if len(values) == len(tasks):
                 stats[key] = sum(values) / len(values)
-        cells.append(Cell(setting, benchmark, [run for run, _ in members], pool(t.qwen for t in tasks),
-                          pool(strict) if all(s is not None for s in strict) else None, stats,
-                          tasks[0].version, tasks[0].config_sha256, tasks[0].n_samples))
+        metrics = {name: pool(t.metrics[name] for t in tasks) for name in tasks[0].metrics
+                   if all(name in t.metrics for t in tasks)}
+        cells.append(Cell(setting, benchmark, [run for run, _ in members], pool(t.accuracy for t in tasks),
+                          metrics, stats, tasks[0].version, tasks[0].config_sha256, tasks[0].n_samples))
     cells.sort(key=lambda c: (c.setting.sort_key(), c.benchmark))
     return cells
 
@@ -133,24 +149,41 @@ def _check_consistency(runs):
                                          "(a --limit run cannot be compared with a full one)")
 
 
+def _same_limits(arm, rescue):
+    return all(getattr(arm.setting, name) in (None, getattr(rescue.setting, name)) for name in LIMITS)
+
+
 def compare(rescue, cells):
     s, benchmark = rescue.setting, rescue.benchmark
-    same_bench = [c for c in cells if c.benchmark == benchmark]
-    bons = [c for c in same_bench if c.setting.mode == "bon" and c.setting.base == s.base
-            and c.setting.n == s.n and c.setting.evictor == s.evictor and c.setting.budget == s.budget]
-    fulls = [c for c in same_bench if c.setting.mode == "full" and c.setting.base == s.base]
-    fulls = [c for c in fulls if c.setting.n == s.n] or [c for c in fulls if c.setting.n == 1] or fulls
-    helpers = [c for c in same_bench if c.setting.mode == "helper" and c.setting.helper == s.helper]
-    helpers = helpers or [c for c in same_bench if c.setting.mode == "full" and c.setting.base == s.helper]
-    helpers = [c for c in helpers if c.setting.n == 1] or helpers
-    missing = [_absence(name, found) for name, found in (("bon", bons), ("full", fulls)) if len(found) != 1]
-    return Comparison(rescue, _unique(bons), _unique(fulls), _unique(helpers), missing)
+    candidates = [c for c in cells if c.benchmark == benchmark and c.setting.n == s.n and _same_limits(c, rescue)]
+    bons = [c for c in candidates if c.setting.mode == "bon" and c.setting.base == s.base
+            and c.setting.evictor == s.evictor and c.setting.budget == s.budget]
+    fulls = [c for c in candidates if c.setting.mode == "full" and c.setting.base == s.base]
+    helpers = [c for c in candidates if c.setting.mode == "helper" and c.setting.helper == s.helper]
+    helpers = helpers or [c for c in candidates if c.setting.mode == "full" and c.setting.base == s.helper]
+    missing = []
+    chosen = {}
+    for arm, found in (("bon", bons), ("full", fulls)):
+        without_detector = [c for c in found if c.setting.detector == "off"]
+        chosen[arm] = _unique(without_detector)
+        if len(without_detector) != 1:
+            missing.append(_absence(rescue, arm, without_detector, found, cells))
+    return Comparison(rescue, chosen["bon"], chosen["full"], _unique(helpers), missing)
 
 
-def _absence(arm, found):
-    if not found:
-        return f"no {arm} run"
-    return f"{len(found)} {arm} settings match (they differ in N, scorer or buffer): ambiguous"
+def _absence(rescue, arm, usable, found, cells):
+    s = rescue.setting
+    if len(usable) > 1:
+        return f"{len(usable)} {arm} settings match (they differ in scorer or buffer): ambiguous"
+    what = f"no {arm} run at N={s.n} with base {s.base}" + (f", {s.evictor} B={s.budget}" if arm == "bon" else "")
+    if found:
+        what += " and the detector off (found only runs with detector=on; the paper's baselines have no early exit)"
+    else:
+        other_n = sorted({c.setting.n for c in cells if c.benchmark == rescue.benchmark and c.setting.mode == arm
+                          and c.setting.base == s.base and c.setting.n != s.n})
+        if other_n:
+            what += f" (found N={', '.join(map(str, other_n))}, which is not comparable)"
+    return f"{what}; run: {arm_command(rescue, arm)}"
 
 
 def _unique(cells):
@@ -158,7 +191,7 @@ def _unique(cells):
 
 
 def average_recovery(comparisons):
-    """Mean recovery over benchmarks per setting (same base, helper, N, evictor, budget)."""
+    """Mean recovery over benchmarks per setting (same base, helper, N, evictor, budget, detector)."""
     grouped = defaultdict(list)
     for comp in comparisons:
         grouped[comp.rescue.setting].append(comp)

@@ -9,7 +9,8 @@ For a decoder with L layers, h_kv key/value heads of size d_h, hidden size d and
 - helper fraction rho: helper decode FLOPs per token (full context l) over the evicted base's
   (context min(l, B')): the extra compute a rescue step costs relative to the base;
 - eviction crossover l* = (1 + alpha) * B': for alpha the eviction overhead relative to
-  attending to B' slots, beyond l* an evicted cache is cheaper than a full one.
+  attending to B' slots, beyond l* an evicted cache is cheaper than a full one. The paper measured
+  alpha = 2.9 (PAPER_ALPHA), the default.
 P is counted from the config (embeddings, attention with Qwen2's q/k/v biases, SwiGLU MLP, norms,
 and the output head unless tied).
 """
@@ -26,6 +27,17 @@ BUNDLED = {
     "qwen2.5-math-7b": "Qwen2.5-Math-7B.json",
     "qwen2.5-math-72b": "Qwen2.5-Math-72B.json",
 }
+# The hub ids users type (those of our presets paper-7b and paper-72b): the Instruct models have the
+# bundled base models' shapes.
+HUB_IDS = {
+    "qwen/qwen2.5-math-1.5b-instruct": "qwen2.5-math-1.5b",
+    "qwen/qwen2.5-math-7b-instruct": "qwen2.5-math-7b",
+    "qwen/qwen2.5-math-72b-instruct": "qwen2.5-math-72b",
+    "qwen/qwen2.5-math-1.5b": "qwen2.5-math-1.5b",
+    "qwen/qwen2.5-math-7b": "qwen2.5-math-7b",
+    "qwen/qwen2.5-math-72b": "qwen2.5-math-72b",
+}
+PAPER_ALPHA = 2.9  # eviction overhead the paper measured (appendix D)
 KIB, GIB = 1024, 1024 ** 3
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 _QKV_BIAS_TYPES = {"qwen2"}
@@ -68,8 +80,10 @@ class ModelShape:
 
 
 def load_shape(spec):
-    """A bundled name (qwen2.5-math-1.5b/7b/72b), a config.json path, or a folder holding one."""
+    """A bundled name (qwen2.5-math-1.5b/7b/72b), a hub id of one (Qwen/Qwen2.5-Math-7B-Instruct), a
+    config.json path, or a folder holding one."""
     key = str(spec).lower()
+    key = HUB_IDS.get(key, key)
     if key in BUNDLED:
         text = (resources.files("kvrescue_eval.analysis.model_configs") / BUNDLED[key]).read_text("utf-8")
         return shape_from_config(json.loads(text), spec)
@@ -78,7 +92,7 @@ def load_shape(spec):
         path = path / "config.json"
     if not path.is_file():
         raise AnalysisInputError(spec, None, "neither a config.json file or folder nor a bundled config "
-                                 f"({', '.join(BUNDLED)})")
+                                 f"({', '.join(BUNDLED)}, or the hub ids {', '.join(sorted(HUB_IDS))})")
     try:
         config = json.loads(path.read_text("utf-8"))
     except json.JSONDecodeError as error:
@@ -179,5 +193,7 @@ class CostReport:
         rows += [(f"base decode FLOPs at context {self.context}, full", self.base.decode_flops(self.context) / 1e9,
                   "GFLOP/token"),
                  ("base decode FLOPs, evicted", self.base.decode_flops(self.evicted_slots) / 1e9, "GFLOP/token"),
-                 (f"eviction crossover l* = (1 + alpha) B', alpha={self.alpha}", self.crossover, "tokens")]
+                 (f"eviction crossover l* = (1 + alpha) B', alpha={self.alpha}"
+                  + (" (the paper's measured overhead)" if self.alpha == PAPER_ALPHA else " (--alpha)"),
+                  self.crossover, "tokens")]
         return rows

@@ -63,7 +63,7 @@ def _verdict(comp, recovery, min_recovery, reference, max_drop):
     if not comp.complete:
         return comp.status
     if recovery is None:
-        return "ok" if comp.rescue.qwen.mean >= comp.bon.qwen.mean else "below minimum"
+        return "ok" if comp.rescue.accuracy.mean >= comp.bon.accuracy.mean else "below minimum"
     if recovery < min_recovery - TOLERANCE:
         return "below minimum"
     if reference is not None and recovery < reference - max_drop - TOLERANCE:

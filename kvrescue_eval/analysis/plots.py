@@ -80,16 +80,16 @@ def figure5(analysis):
         points, levels = defaultdict(dict), {}
         for comp in (c for c in analysis.comparisons if c.rescue.benchmark == bench):
             s = comp.rescue.setting
-            points["rescue", _label(s)][s.budget] = comp.rescue.qwen.mean
+            points["rescue", _label(s)][s.budget] = comp.rescue.accuracy.mean
             if comp.bon:
-                points["bon", _label(comp.bon.setting)][s.budget] = comp.bon.qwen.mean
+                points["bon", _label(comp.bon.setting)][s.budget] = comp.bon.accuracy.mean
             if comp.full:
-                levels[f"full: {comp.full.setting.base.split('/')[-1]}"] = (comp.full.qwen.mean, MODE_STYLES["full"])
+                levels[f"full: {comp.full.setting.base.split('/')[-1]}"] = (comp.full.accuracy.mean, MODE_STYLES["full"])
             if comp.helper:
                 name = (comp.helper.setting.helper or comp.helper.setting.base).split("/")[-1]
-                levels[f"helper: {name}"] = (comp.helper.qwen.mean, MODE_STYLES["helper"])
+                levels[f"helper: {name}"] = (comp.helper.accuracy.mean, MODE_STYLES["helper"])
         lines = {f"{mode}: {label}": (values, MODE_STYLES[mode]) for (mode, label), values in points.items()}
-        plot_vs_budget(ax, lines, levels, "pass@1 (%)")
+        plot_vs_budget(ax, lines, levels, f"{analysis.metric} (%)")
         ax.set_title(bench)
     return rendered(figure)
 
@@ -110,12 +110,14 @@ def figure6(analysis):
 
 def leaderboard_plot(documents):
     """Average pass@1 vs budget, one line per (source, mode, base, N); full/helper as levels."""
-    from kvrescue_eval.analysis.submission import leaderboard_rows
+    from kvrescue_eval.analysis.submission import leaderboard_rows, not_ranked_reason
 
     plt = _pyplot()
     _, rows = leaderboard_rows(documents)
     lines, levels = defaultdict(lambda: ({}, {"marker": "o"})), {}
     for average, doc, _ in rows:
+        if average is None or not_ranked_reason(doc) is not None:
+            continue
         s = doc["setting"]
         label = f"{s['mode']} {s['base'].split('/')[-1]} N={s['n']}" + (" (paper)" if doc["source"]["kind"] == "reference" else "")
         if s.get("budget"):
@@ -123,5 +125,5 @@ def leaderboard_plot(documents):
         else:
             levels[label] = (average, {"linestyle": ":"})
     figure, ax = plt.subplots(figsize=(6, 4))
-    plot_vs_budget(ax, dict(lines), levels, "mean pass@1 (%)")
+    plot_vs_budget(ax, dict(lines), levels, "mean pass@1, boxed and correct (%)")
     return rendered(figure)

@@ -6,9 +6,17 @@ output path ending in `.json` it writes `<stem>_<date>.json` and the samples int
 
 A run is classified by the `kvrescue` block that the `kvrescue` model puts into `results["config"]`.
 A run without that block (stock `--model hf`, `vllm`, ...) is a full-KV run of the model named by
-`pretrained=` (or `model=`/`path=`) in its model_args: mode "full", N=1, no evictor, no budget. It serves
-as the full-KV reference of that model when it is the base, and as the helper-alone reference when it
-is the helper.
+`pretrained=` (or `model=`/`path=`) in its model_args: mode "full", N=1, no evictor, no budget, no
+detector. It serves as the full-KV reference of that model when it is the base, and as the helper-alone
+reference when it is the helper. Model names are canonicalised (analysis/model_identity.py), so a stock
+run on the converted SmolLM2 folder is a run of `smollm2`.
+
+Accuracy: `metric` (default `exact_match_boxed`, the paper's "boxed and correct") is the accuracy that
+recovery, the Table 5 layout and the gate use; the other accuracy metrics a task reports
+(ACCURACY_METRICS) are read beside it. Seed spreads are population standard deviations (ddof 0).
+
+The detector of a kvrescue run is the recorded `detector` ("on"/"off"); runs written before that was
+recorded ran with the detector on in every mode, which is what they are read as.
 """
 
 import hashlib
@@ -19,10 +27,14 @@ from pathlib import Path
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.json_input import load_json_object
+from kvrescue_eval.analysis.model_identity import model_identity
 from kvrescue_eval.analysis.seeds import SeedSummary
 from kvrescue_eval.engine.config import MODES
 from kvrescue_eval.stats import STAT_KEYS
 
+DEFAULT_METRIC = "exact_match_boxed"
+# Accuracy metrics of our math tasks, read beside the chosen one when a task reports them.
+ACCURACY_METRICS = ("exact_match_boxed", "exact_match", "exact_match_strict")
 ENGINE_STATS = STAT_KEYS + ("degenerated",)
 # lm-eval task name -> benchmark name; other tasks keep their own name.
 BENCHMARK_OF_TASK = {"aime24_qwen": "aime24", "gsm8k_qwen": "gsm8k"}
@@ -41,10 +53,15 @@ class Setting:
     helper: str | None = None
     scorer: str | None = None
     buffer: int | None = None
+    detector: str = "off"               # "on": base candidates were screened (early exit)
+    max_steps: int | None = None        # None: not a kvrescue run (a stock model has its own limits)
+    max_step_tokens: int | None = None
+    max_context: int | None = None
 
     def sort_key(self):
         return (self.base, list(MODES).index(self.mode), self.evictor or "", self.budget or 0, self.n,
-                self.helper or "", self.scorer or "", self.buffer or 0)
+                self.helper or "", self.scorer or "", self.buffer or 0, self.detector,
+                self.max_steps or 0, self.max_step_tokens or 0, self.max_context or 0)
 
 
 @dataclass
@@ -54,9 +71,9 @@ class TaskResult:
     version: object
     config_sha256: str
     n_samples: int
-    qwen: SeedSummary
-    strict: SeedSummary | None
-    stats: dict  # engine statistic -> mean per sample; empty for stock models
+    accuracy: SeedSummary  # the chosen metric
+    metrics: dict          # every accuracy metric the task reports (the chosen one too) -> SeedSummary
+    stats: dict            # engine statistic -> mean per sample; empty for stock models
 
 
 @dataclass
@@ -67,6 +84,18 @@ class Run:
     lm_eval_version: str | None
     tasks: dict = field(default_factory=dict)  # task name -> TaskResult
     model_info: dict = field(default_factory=dict)
+    config: dict = field(default_factory=dict)  # results["config"] as lm-eval wrote it
+    metric: str = DEFAULT_METRIC
+
+    @property
+    def limit(self):
+        """lm-eval's --limit of the run (None: every document)."""
+        return self.config.get("limit")
+
+    @property
+    def output_path(self):
+        """The --output_path folder lm-eval wrote this run under (results are in <it>/<model>/)."""
+        return self.path.parent.parent
 
 
 def find_results_files(paths):
@@ -88,18 +117,18 @@ def find_results_files(paths):
     return found
 
 
-def read_runs(paths, metric="exact_match"):
+def read_runs(paths, metric=DEFAULT_METRIC):
     return [read_run(p, metric) for p in find_results_files(paths)]
 
 
-def read_run(results_path, metric="exact_match"):
+def read_run(results_path, metric=DEFAULT_METRIC):
     results_path = Path(results_path)
     data = load_json_object(results_path)
     results = _require(data, "results", dict, results_path)
     config = _require(data, "config", dict, results_path)
     setting, seed = classify(config, results_path)
     run = Run(results_path, setting, seed, data.get("lm_eval_version"),
-              model_info=config.get("kvrescue") or {})
+              model_info=config.get("kvrescue") or {}, config=config, metric=metric)
     groups = {name for name, children in (data.get("group_subtasks") or {}).items() if children}
     for task, metrics in results.items():
         if task in groups or not isinstance(metrics, dict):
@@ -108,15 +137,18 @@ def read_run(results_path, metric="exact_match"):
             continue
         run.tasks[task] = _read_task(data, task, metrics, metric, results_path)
     if not run.tasks:
+        reported = sorted({key.split(",")[0] for metrics in results.values() if isinstance(metrics, dict)
+                           for key in metrics if "," in key and not key.split(",")[0].endswith(("_stderr", "_seed_std"))})
         raise AnalysisInputError(results_path, "results",
-                                 f"no task reports the metric {metric!r} (found: {', '.join(results) or 'none'})")
+                                 f"no task reports the metric {metric!r} (tasks: {', '.join(results) or 'none'}; "
+                                 f"their metrics: {', '.join(reported) or 'none'}); choose one with --metric")
     return run
 
 
 def classify(config, path):
     info = config.get("kvrescue")
     if info is None:
-        return Setting(base=_stock_model_name(config, path), mode="full", n=1), config.get("random_seed")
+        return Setting(base=model_identity(_stock_model_name(config, path)), mode="full", n=1), config.get("random_seed")
     if not isinstance(info, dict):
         raise AnalysisInputError(path, "config.kvrescue", f"expected an object, got {type(info).__name__}")
     mode = info.get("mode")
@@ -132,9 +164,15 @@ def classify(config, path):
     if evicting and not isinstance(budget, int):
         raise AnalysisInputError(path, "config.kvrescue.budget",
                                  f"mode {mode} needs an integer eviction budget, got {budget!r}")
-    setting = Setting(base=base, mode=mode, n=n, evictor=info.get("evictor") if evicting else None,
-                      budget=budget, helper=helper, scorer=info.get("scorer"),
-                      buffer=info.get("buffer") if evicting else None)
+    detector = info.get("detector", "on")  # recorded since the detector became a model_arg; on before
+    if detector not in ("on", "off"):
+        raise AnalysisInputError(path, "config.kvrescue.detector", f"{detector!r} is not 'on' or 'off'")
+    setting = Setting(base=model_identity(base), mode=mode, n=n, evictor=info.get("evictor") if evicting else None,
+                      budget=budget, helper=model_identity(helper), scorer=info.get("scorer"),
+                      buffer=info.get("buffer") if evicting else None,
+                      detector=detector if MODES[mode].uses_base else "off",
+                      max_steps=info.get("max_steps"), max_step_tokens=info.get("max_step_tokens"),
+                      max_context=info.get("max_context"))
     return setting, info.get("seed")
 
 
@@ -162,22 +200,18 @@ def _read_task(data, task, metrics, metric, path):
     flt = filters[0]
     repeats = (data.get("configs") or {}).get(task, {}).get("repeats", 1)
     n_samples = _effective_samples(data, task, path)
-    qwen = _summary(metrics, metric, flt, repeats, task, path)
-    strict = None
-    if f"{metric}_strict,{flt}" in metrics:
-        strict = _summary(metrics, f"{metric}_strict", flt, repeats, task, path)
+    names = [metric] + [name for name in ACCURACY_METRICS if name != metric and f"{name},{flt}" in metrics]
+    summaries = {name: _summary(metrics, name, flt, repeats, task, path) for name in names}
     samples_path = samples_file(path, task)
     if samples_path is not None:
-        seeds = per_seed_accuracies(samples_path, flt, repeats, n_samples, (metric, f"{metric}_strict"))
-        qwen = _checked(seeds, metric, qwen, samples_path)
-        if strict is not None:
-            strict = _checked(seeds, f"{metric}_strict", strict, samples_path)
+        seeds = per_seed_accuracies(samples_path, flt, repeats, n_samples, names)
+        summaries = {name: _checked(seeds, name, summary, samples_path) for name, summary in summaries.items()}
     stats = {key: float(metrics[f"{key},{flt}"]) for key in ENGINE_STATS
              if isinstance(metrics.get(f"{key},{flt}"), (int, float))}
     task_config = (data.get("configs") or {}).get(task, {})
     return TaskResult(task=task, benchmark=BENCHMARK_OF_TASK.get(task, task),
                       version=(data.get("versions") or {}).get(task), config_sha256=config_sha256(task_config),
-                      n_samples=n_samples, qwen=qwen, strict=strict, stats=stats)
+                      n_samples=n_samples, accuracy=summaries[metric], metrics=summaries, stats=stats)
 
 
 def config_sha256(task_config):

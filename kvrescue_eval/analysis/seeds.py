@@ -1,7 +1,9 @@
-"""Accuracy over sampling seeds: mean and sample standard deviation of per-seed accuracies.
+"""Accuracy over sampling seeds: mean and population standard deviation (ddof 0) of per-seed accuracies.
 
-Runs report either the per-seed values (from --log_samples files) or only their count, mean and
-sample std (results JSON). Both pool exactly, through the sum and the sum of squares.
+The population std is the paper's (Table 5: AIME24 "0.7 +- 1.3" is one right answer in 5 seeds x 30
+problems; the sample std would be 1.49). Runs report either the per-seed values (from --log_samples
+files) or only their count, mean and std (results JSON, math tasks version >= 2.0). Both pool exactly,
+through the sum and the sum of squares.
 """
 
 import math
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 class SeedSummary:
     count: int
     mean: float
-    std: float | None          # sample std (n - 1); None for a single seed
+    std: float | None          # population std (ddof 0); None for a single seed
     values: tuple | None = None  # the per-seed accuracies when known
 
     @classmethod
@@ -21,11 +23,11 @@ class SeedSummary:
         mean = sum(values) / len(values)
         std = None
         if len(values) > 1:
-            std = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+            std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
         return cls(len(values), mean, std, values)
 
     def _sums(self):
-        square = (self.std or 0.0) ** 2 * (self.count - 1) + self.count * self.mean ** 2
+        square = (self.std or 0.0) ** 2 * self.count + self.count * self.mean ** 2
         return self.count * self.mean, square
 
 
@@ -40,5 +42,5 @@ def pool(summaries):
     total = sum(s._sums()[0] for s in summaries)
     square = sum(s._sums()[1] for s in summaries)
     mean = total / count
-    variance = max(square - count * mean ** 2, 0.0) / (count - 1)
+    variance = max(square - count * mean ** 2, 0.0) / count
     return SeedSummary(count, mean, math.sqrt(variance))

@@ -1,6 +1,8 @@
 """The report's tables. Each table keeps raw values (CSV, JSON) and renders them for markdown.
 
-Accuracies are fractions in CSV/JSON and percentages with one decimal in markdown.
+Accuracies are fractions in CSV/JSON and percentages with one decimal in markdown. "±" is the
+population standard deviation (ddof 0) over seeds, as in the paper. The accuracy of a table is the
+analysis's metric (default exact_match_boxed, the paper's "boxed and correct").
 """
 
 import csv
@@ -8,8 +10,12 @@ import io
 from dataclasses import dataclass
 
 from kvrescue_eval.analysis.comparisons import average_recovery
+from kvrescue_eval.analysis.runs import ACCURACY_METRICS
+from kvrescue_eval.engine.config import MODES
 
-SETTING_COLUMNS = ("base", "mode", "n", "evictor", "budget", "helper", "scorer")
+SETTING_COLUMNS = ("base", "mode", "n", "evictor", "budget", "helper", "scorer", "detector", "max_steps",
+                   "max_step_tokens", "max_context")
+STD_NOTE = "± population std (ddof 0) over seeds"
 
 
 @dataclass
@@ -21,13 +27,14 @@ class Table:
     formats: dict       # column -> function(raw) -> str, for markdown
 
     def to_markdown(self):
+        """The table in markdown; an empty table renders as nothing."""
+        if not self.rows:
+            return ""
         lines = [f"### {self.title}", "", "| " + " | ".join(self.columns) + " |",
                  "|" + "---|" * len(self.columns)]
         for row in self.rows:
             cells = [self.formats.get(col, _plain)(row.get(col)) for col in self.columns]
             lines.append("| " + " | ".join(cells) + " |")
-        if not self.rows:
-            lines.append("| " + " | ".join(["(none)"] + [""] * (len(self.columns) - 1)) + " |")
         return "\n".join(lines) + "\n"
 
     def to_csv(self):
@@ -66,7 +73,7 @@ def number(value):
     return "—" if value is None else f"{value:.1f}"
 
 
-def _setting_fields(setting):
+def setting_fields(setting):
     return {col: getattr(setting, col) for col in SETTING_COLUMNS}
 
 
@@ -76,23 +83,31 @@ def _ratio(numerator, denominator):
     return numerator / denominator
 
 
-def accuracy_table(cells):
-    """Table 5 layout, long form: pass@1 as mean ± std over seeds per setting and benchmark."""
+def accuracy_table(cells, metric):
+    """Table 5 layout, long form: the chosen metric and every other accuracy metric, mean and std over seeds."""
     rows = []
+    others = [name for name in ACCURACY_METRICS if name != metric]
     for cell in cells:
-        row = _setting_fields(cell.setting)
-        row.update(benchmark=cell.benchmark, seeds=cell.qwen.count,
-                   pass1_mean=cell.qwen.mean, pass1_std=cell.qwen.std,
-                   pass1_strict_mean=cell.strict.mean if cell.strict else None,
-                   pass1_strict_std=cell.strict.std if cell.strict else None)
+        row = setting_fields(cell.setting)
+        row.update(benchmark=cell.benchmark, problems=cell.n_samples, limit=_limit(cell), seeds=cell.accuracy.count,
+                   pass1_mean=cell.accuracy.mean, pass1_std=cell.accuracy.std)
+        for name in others:
+            summary = cell.metrics.get(name)
+            row[f"{name}_mean"] = summary.mean if summary else None
+            row[f"{name}_std"] = summary.std if summary else None
         rows.append(row)
-    columns = SETTING_COLUMNS + ("benchmark", "seeds", "pass1_mean", "pass1_std", "pass1_strict_mean",
-                                 "pass1_strict_std")
-    formats = {col: percent for col in columns if col.startswith("pass1")}
-    return Table("accuracy", "pass@1 (%) per setting and benchmark, mean ± std over seeds", columns, rows, formats)
+    columns = SETTING_COLUMNS + ("benchmark", "problems", "limit", "seeds", "pass1_mean", "pass1_std") + tuple(
+        f"{name}_{part}" for name in others for part in ("mean", "std"))
+    formats = {col: percent for col in columns if col.endswith(("_mean", "_std"))}
+    return Table("accuracy", f"pass@1 (%) per setting and benchmark: pass1 = {metric}, mean and "
+                 f"population std (ddof 0) over seeds; other accuracy metrics beside it", columns, rows, formats)
 
 
-def accuracy_matrix(cells):
+def _limit(cell):
+    return ", ".join(str(limit) for limit in cell.limits) or None
+
+
+def accuracy_matrix(cells, metric):
     """Table 5 layout: one row per setting, one column per benchmark, cells 'mean ± std'."""
     benchmarks = sorted({cell.benchmark for cell in cells})
     by_setting = {}
@@ -100,38 +115,39 @@ def accuracy_matrix(cells):
         by_setting.setdefault(cell.setting, {})[cell.benchmark] = cell
     rows = []
     for setting, per_bench in by_setting.items():
-        row = _setting_fields(setting)
+        row = setting_fields(setting)
         for bench in benchmarks:
             cell = per_bench.get(bench)
-            row[bench] = (cell.qwen.mean, cell.qwen.std) if cell else None
-        means = [per_bench[b].qwen.mean for b in benchmarks if b in per_bench]
+            row[bench] = (cell.accuracy.mean, cell.accuracy.std) if cell else None
+        means = [per_bench[b].accuracy.mean for b in benchmarks if b in per_bench]
         row["avg"] = (sum(means) / len(means), None) if len(means) == len(benchmarks) else None
         rows.append(row)
     columns = SETTING_COLUMNS + tuple(benchmarks) + ("avg",)
     formats = {col: mean_std for col in tuple(benchmarks) + ("avg",)}
-    return Table("table5", "Table 5 layout: pass@1 (%), mean ± std over seeds (grader mode qwen)",
-                 columns, rows, formats)
+    return Table("table5", f"Table 5 layout: {metric} (%), mean {STD_NOTE}", columns, rows, formats)
 
 
-def recovery_table(comparisons):
+def recovery_table(comparisons, metric):
     rows = []
     for comp in comparisons:
-        row = _setting_fields(comp.rescue.setting)
-        row.update(benchmark=comp.rescue.benchmark, rescue=comp.rescue.qwen.mean,
-                   bon=comp.bon.qwen.mean if comp.bon else None, full=comp.full.qwen.mean if comp.full else None,
-                   helper_alone=comp.helper.qwen.mean if comp.helper else None, recovery=comp.recovery,
+        row = setting_fields(comp.rescue.setting)
+        row.update(benchmark=comp.rescue.benchmark, problems=comp.rescue.n_samples, rescue=comp.rescue.accuracy.mean,
+                   bon=comp.bon.accuracy.mean if comp.bon else None,
+                   full=comp.full.accuracy.mean if comp.full else None,
+                   helper_alone=comp.helper.accuracy.mean if comp.helper else None, recovery=comp.recovery,
                    status=comp.status)
         rows.append(row)
-    columns = SETTING_COLUMNS + ("benchmark", "rescue", "bon", "full", "helper_alone", "recovery", "status")
+    columns = SETTING_COLUMNS + ("benchmark", "problems", "rescue", "bon", "full", "helper_alone", "recovery",
+                                 "status")
     formats = {col: percent for col in ("rescue", "bon", "full", "helper_alone", "recovery")}
-    return Table("recovery", "Recovery (A_rescue - A_bon) / (A_full - A_bon) per setting; accuracies in %",
-                 columns, rows, formats)
+    return Table("recovery", f"Recovery (A_rescue - A_bon) / (A_full - A_bon) per setting, on {metric}, every arm "
+                 "at the rescue's N; accuracies in %", columns, rows, formats)
 
 
 def recovery_average_table(comparisons):
     rows = []
     for setting, mean, defined, total in average_recovery(comparisons):
-        row = _setting_fields(setting)
+        row = setting_fields(setting)
         row.update(mean_recovery=mean, benchmarks=f"{defined}/{total}")
         rows.append(row)
     columns = SETTING_COLUMNS + ("mean_recovery", "benchmarks")
@@ -143,7 +159,7 @@ def decode_cost_table(cells):
     """Table 1 layout: mean per problem of steps, output length, base and helper tokens."""
     rows = []
     for cell in cells:
-        row = _setting_fields(cell.setting)
+        row = setting_fields(cell.setting)
         row.update(benchmark=cell.benchmark, steps=cell.stats.get("steps"),
                    output_tokens=cell.stats.get("output_tokens"), base_tokens=cell.stats.get("base_tokens"),
                    helper_tokens=cell.stats.get("helper_tokens"))
@@ -154,23 +170,68 @@ def decode_cost_table(cells):
                  {col: number for col in columns[-4:]})
 
 
-def ablation_table(cells):
-    """Table 2 layout. Early-exit rate = early exits / base candidates, base candidates = steps x N."""
-    rows = []
+ABLATION_STATS = ("accuracy", "degeneration_rate", "base_tokens", "steps", "early_exit_rate")
+ABLATION_FORMATS = {"accuracy": percent, "degeneration_rate": percent, "early_exit_rate": percent,
+                    "base_tokens": number, "steps": number}
+
+
+def ablation_values(cell):
+    """Early-exit rate = early exits / base candidates, base candidates = steps x N."""
+    stats, n = cell.stats, cell.setting.n
+    base_candidates = stats["steps"] * n if "steps" in stats and MODES[cell.setting.mode].uses_base else None
+    return dict(accuracy=cell.accuracy.mean, degeneration_rate=stats.get("degenerated"),
+                base_tokens=stats.get("base_tokens"), steps=stats.get("steps"),
+                early_exit_rate=_ratio(stats.get("early_exits"), base_candidates))
+
+
+def ablation_table(cells, metric):
+    """Every cell with the Table 2 statistics."""
+    rows = [{**setting_fields(cell.setting), "benchmark": cell.benchmark, **ablation_values(cell)} for cell in cells]
+    return Table("ablation", f"Statistics of every setting: {metric} (%), degeneration rate (%), base tokens, steps, "
+                 "early-exit rate (% of base candidates)", SETTING_COLUMNS + ("benchmark",) + ABLATION_STATS, rows,
+                 ABLATION_FORMATS)
+
+
+# The paper's Table 2 rows, cumulative: evicted best-of-N, + interleaving (rescue, detector off),
+# + early exit (rescue, detector on); the full-KV base first, as the reference.
+TABLE2_METHODS = (("full", "full", "off"), ("bon", "bon", "off"), ("+ interleaving", "rescue", "off"),
+                  ("+ early exit", "rescue", "on"))
+TABLE2_KEY = ("base", "n", "evictor", "budget", "max_steps", "max_step_tokens", "max_context")
+
+
+def table2_rows(cells):
+    """(group key, method, cell) of the Table 2 layout, for every budget with at least one rescue row."""
+    by_budget = {}
     for cell in cells:
-        stats, n = cell.stats, cell.setting.n
-        base_candidates = stats["steps"] * n if "steps" in stats and cell.setting.mode in ("rescue", "bon") else None
-        row = _setting_fields(cell.setting)
-        row.update(benchmark=cell.benchmark, accuracy=cell.qwen.mean, degeneration_rate=stats.get("degenerated"),
-                   base_tokens=stats.get("base_tokens"), steps=stats.get("steps"),
-                   early_exit_rate=_ratio(stats.get("early_exits"), base_candidates))
+        s = cell.setting
+        if s.mode in ("bon", "rescue"):
+            key = tuple(getattr(s, name) for name in TABLE2_KEY) + (cell.benchmark,)
+            by_budget.setdefault(key, []).append(cell)
+    rows = []
+    for key, members in by_budget.items():
+        if not any(c.setting.mode == "rescue" for c in members):
+            continue
+        base, n = key[0], key[1]
+        fulls = [c for c in cells if c.benchmark == key[-1] and c.setting.mode == "full" and c.setting.base == base
+                 and c.setting.n == n and c.setting.detector == "off"]
+        for method, mode, detector in TABLE2_METHODS:
+            pool = fulls if mode == "full" else members
+            for cell in pool:
+                if cell.setting.mode == mode and cell.setting.detector == detector:
+                    rows.append((key, method, cell))
+    return rows
+
+
+def table2(cells, metric):
+    rows = []
+    for key, method, cell in table2_rows(cells):
+        row = dict(zip(TABLE2_KEY, key[:-1]), benchmark=key[-1], method=method, helper=cell.setting.helper)
+        row.update(ablation_values(cell))
         rows.append(row)
-    columns = SETTING_COLUMNS + ("benchmark", "accuracy", "degeneration_rate", "base_tokens", "steps",
-                                 "early_exit_rate")
-    formats = {"accuracy": percent, "degeneration_rate": percent, "early_exit_rate": percent,
-               "base_tokens": number, "steps": number}
-    return Table("ablation", "Table 2 layout: accuracy (%), degeneration rate (%), base tokens, steps, "
-                 "early-exit rate (% of base candidates)", columns, rows, formats)
+    columns = ("base", "n", "evictor", "budget", "benchmark", "method", "helper") + ABLATION_STATS
+    return Table("table2", f"Table 2 layout (cumulative): bon, + interleaving (rescue, detector off), + early exit "
+                 f"(rescue, detector on), full-KV for reference; {metric} (%), degeneration rate (%), base tokens, "
+                 "steps, early-exit rate (% of base candidates)", columns, rows, ABLATION_FORMATS)
 
 
 def helper_share_table(cells):
@@ -179,7 +240,7 @@ def helper_share_table(cells):
     for cell in cells:
         if cell.setting.mode != "rescue":
             continue
-        row = _setting_fields(cell.setting)
+        row = setting_fields(cell.setting)
         row.update(benchmark=cell.benchmark,
                    helper_share=_ratio(cell.stats.get("helper_steps"), cell.stats.get("steps")))
         rows.append(row)
@@ -190,7 +251,7 @@ def helper_share_table(cells):
 def unpaired_table(unpaired):
     rows = []
     for cell, reason in unpaired:
-        row = _setting_fields(cell.setting)
+        row = setting_fields(cell.setting)
         row.update(benchmark=cell.benchmark, reason=reason)
         rows.append(row)
     return Table("unpaired", "Runs outside any complete comparison", SETTING_COLUMNS + ("benchmark", "reason"),
@@ -198,6 +259,7 @@ def unpaired_table(unpaired):
 
 
 def all_tables(analysis):
-    return [accuracy_matrix(analysis.cells), accuracy_table(analysis.cells), recovery_table(analysis.comparisons),
-            recovery_average_table(analysis.comparisons), decode_cost_table(analysis.cells),
-            ablation_table(analysis.cells), helper_share_table(analysis.cells), unpaired_table(analysis.unpaired)]
+    cells, metric = analysis.cells, analysis.metric
+    return [accuracy_matrix(cells, metric), accuracy_table(cells, metric), recovery_table(analysis.comparisons, metric),
+            recovery_average_table(analysis.comparisons), decode_cost_table(cells), table2(cells, metric),
+            ablation_table(cells, metric), helper_share_table(cells), unpaired_table(analysis.unpaired)]

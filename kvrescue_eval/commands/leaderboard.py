@@ -1,6 +1,7 @@
-"""`kvrescue-eval leaderboard validate FILE...` and `kvrescue-eval leaderboard build`."""
+"""`kvrescue-eval leaderboard validate FILE...`, `kvrescue-eval leaderboard build` and
+`kvrescue-eval leaderboard paper` (writes the paper's Table 5 rows as reference submissions)."""
 
-HELP = "Validate leaderboard submissions against the schema, or build the leaderboard table and plot."
+HELP = "Validate leaderboard submissions against the schema, build the leaderboard, or write the paper's rows."
 
 
 def add_arguments(parser):
@@ -11,6 +12,9 @@ def add_arguments(parser):
     build.add_argument("--dir", default="leaderboards",
                        help="leaderboard folder holding submissions/ (default: %(default)s)")
     build.add_argument("--no-plots", action="store_true", help="skip the plot (no matplotlib needed)")
+    references = actions.add_parser("paper", help="write the KV-Rescue paper's Table 5 rows (reported by the paper, "
+                                    "not reproduced here) as reference submissions into DIR/submissions")
+    references.add_argument("--dir", default="leaderboards", help="leaderboard folder (default: %(default)s)")
 
 
 def run(args):
@@ -36,6 +40,19 @@ def run(args):
     from kvrescue_eval.analysis.submission import leaderboard_markdown
 
     folder = Path(args.dir)
+    if args.action == "paper":
+        import json
+
+        from kvrescue_eval.analysis.paper import reference_submissions
+        from kvrescue_eval.analysis.submission import file_name, validate
+
+        documents = reference_submissions()
+        for document in documents:
+            validate(document, document["name"])
+        write_files({folder / "submissions" / file_name(d): json.dumps(d, indent=2) + "\n" for d in documents})
+        print(f"wrote {len(documents)} reference submissions (Table 5, reported by the paper, not reproduced here) "
+              f"to {folder / 'submissions'}")
+        return 0
     paths = sorted((folder / "submissions").glob("*.json"))
     if not paths:
         print(f"error: no submissions in {folder / 'submissions'}", file=sys.stderr)

@@ -7,12 +7,24 @@ def add_arguments(parser):
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
                         help="lm-eval --output_path folders (searched recursively) or results_*.json files")
     parser.add_argument("--out", default="kvrescue-report", help="output folder (default: %(default)s)")
-    parser.add_argument("--metric", default="exact_match", help="accuracy metric of the tasks (default: %(default)s)")
+    parser.add_argument("--metric", default="exact_match_boxed",
+                        help="accuracy metric of the tasks, used by recovery and the Table 5 layout (default: "
+                             "%(default)s, the paper's 'boxed and correct'; the kv_recall testbed reports pass_at_1)")
+    parser.add_argument("--reference", choices=["paper"], default=None,
+                        help="also print our values beside the KV-Rescue paper's (Table 5, recovery, Tables 1 and 2)")
     parser.add_argument("--no-plots", action="store_true", help="skip Figures 5 and 6 (no matplotlib needed)")
     parser.add_argument("--submission", action="store_true",
                         help="also write one leaderboard submission per setting (needs --log_samples output)")
     parser.add_argument("--submissions-dir", default=None,
                         help="where submissions go (default: OUT/submissions; e.g. leaderboards/submissions)")
+
+
+def _partial_runs_note(runs):
+    partial = [run for run in runs if run.limit is not None]
+    if not partial:
+        return []
+    return ["Partial runs (lm_eval --limit; not the whole test set, not comparable with published numbers): "
+            + ", ".join(f"{run.path} (--limit {run.limit})" for run in partial), ""]
 
 
 def run(args):
@@ -31,6 +43,9 @@ def run(args):
         runs = read_runs(args.runs, args.metric)
         analysis = analyse(runs)
         tables = all_tables(analysis)
+        if args.reference == "paper":
+            from kvrescue_eval.analysis.paper_comparison import paper_tables
+            tables += paper_tables(analysis)
         files = {}
         submissions = []
         if args.submission:
@@ -42,11 +57,14 @@ def run(args):
         print(f"error: {error}", file=sys.stderr)
         return 2
     markdown = "\n".join(["# kvrescue-eval report", "",
-                          f"{len(runs)} run(s): " + ", ".join(str(r.path) for r in runs), ""]
-                         + [table.to_markdown() for table in tables])
+                          f"{len(runs)} run(s): " + ", ".join(str(r.path) for r in runs), "",
+                          f"Accuracy metric: {analysis.metric}. ± is the population std (ddof 0) over seeds.", ""]
+                         + _partial_runs_note(runs)
+                         + [table.to_markdown() for table in tables if table.rows])
     files[out / "report.md"] = markdown
     files[out / "report.json"] = json.dumps(
-        {"runs": [str(r.path) for r in runs], "tables": {t.name: t.to_json() for t in tables}}, indent=2) + "\n"
+        {"runs": [str(r.path) for r in runs], "metric": analysis.metric,
+         "tables": {t.name: t.to_json() for t in tables}}, indent=2) + "\n"
     files.update({out / f"{table.name}.csv": table.to_csv() for table in tables})
     if not args.no_plots:
         from kvrescue_eval.analysis.plots import figure5, figure6

@@ -8,20 +8,22 @@ from kvrescue_eval.detector import DetectorConfig
 
 @dataclass(frozen=True)
 class Mode:
-    """A row of the paper's Table 5: which models propose candidates, and whether the base's cache evicts."""
+    """A row of the paper's Table 5: which models propose candidates, whether the base's cache evicts, and
+    whether the detector screens base candidates by default (the paper uses early exit in KV-Rescue only)."""
     name: str
     uses_base: bool
     uses_helper: bool
     evicts: bool
+    early_exit: bool
     summary: str
 
 
 # The one table of modes, read by model_args, the lm-eval model, the policies' builder and the analysis.
 MODES = {mode.name: mode for mode in (
-    Mode("rescue", True, True, True, "N base candidates (evicted KV) + N helper candidates (full KV), the scorer picks"),
-    Mode("bon", True, False, True, "evicted best-of-N: N base candidates, no helper"),
-    Mode("full", True, False, False, "best-of-N of the base with its full KV cache"),
-    Mode("helper", False, True, False, "the helper alone, best-of-N, full KV"),
+    Mode("rescue", True, True, True, True, "N base (evicted KV) + N helper (full KV) candidates, the scorer picks"),
+    Mode("bon", True, False, True, False, "evicted best-of-N: N base candidates, no helper"),
+    Mode("full", True, False, False, False, "best-of-N of the base with its full KV cache"),
+    Mode("helper", False, True, False, False, "the helper alone, best-of-N, full KV"),
 )}
 
 

@@ -170,6 +170,7 @@ class Engine:
             if not live:
                 continue
             tokens, entropies = policy.decode([c.row for _, c in live])
+            self.on_event("decode", role=role, tokens=len(live))
             for (state, cand), token, entropy in zip(live, tokens, entropies):
                 self._advance(state, cand, policy, token, entropy)
 
@@ -236,6 +237,7 @@ class Engine:
             policy.release(state.key)
         if self.scorer is not None:
             self.scorer.release(state.key)
-        self.on_event("finish", key=state.key, reason=state.finish_reason)
-        return Result("".join(state.steps), state.steps, state.sources, state.step_ids, state.stats,
-                      state.finish_reason)
+        result = Result("".join(state.steps), state.steps, state.sources, state.step_ids, state.stats,
+                        state.finish_reason)
+        self.on_event("finish", key=state.key, reason=state.finish_reason, result=result)
+        return result

@@ -10,6 +10,7 @@ from functools import lru_cache
 
 from .comparison import Comparison, NeedsSymbolic
 from .extraction import extract_normalised
+from .extraction import has_boxed_answer as _has_boxed_answer
 from .gold import gold_normalised
 from .modes import RULES, check_dataset, check_mode
 from .sandbox import SANDBOX
@@ -28,6 +29,12 @@ def extract_answer(text, dataset, *, mode="qwen"):
     check_dataset(dataset)
     check_mode(mode)
     return extract_normalised(_check_text(text, "text"), keep_single_letters=mode == "strict")
+
+
+def has_boxed_answer(text):
+    """Whether the answer of a completion is taken from a non-empty \\boxed{} (not from "The answer
+    is" or the last number, the harness's fallbacks)."""
+    return _has_boxed_answer(_check_text(text, "text"))
 
 
 def parse_gold(doc, dataset, *, mode="qwen"):

@@ -51,6 +51,15 @@ def answer_span(text):
     return numbers[-1] if numbers else ""
 
 
+def has_boxed_answer(text):
+    """Whether the harness takes this completion's answer from a non-empty \\boxed{} (the paper's
+    Table 5 counts an answer only then: "boxed and correct")."""
+    text = cut_at_stop_words(text).replace("\u043a\u0438", "")
+    if "final answer is $" in text and "$. I hope" in text:
+        return False
+    return "boxed" in text and bool(text.split("boxed")[-1]) and bool(last_boxed(text).strip())
+
+
 def cut_at_stop_words(text):
     text = text.strip()
     for word in STOP_WORDS:

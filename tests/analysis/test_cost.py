@@ -76,3 +76,25 @@ def test_cost_command(capsys):
     assert rows["base KV per token"] == 56
     assert round(rows["KV-Rescue memory (evicted base + full helper), N=8"], 2) == 1.15
     assert main(["cost", "--base", "qwen2.5-math-7b", "--budget", "0"]) == 2
+
+
+def test_cost_takes_the_presets_hub_ids_and_the_papers_alpha(capsys):
+    from kvrescue_eval.analysis.cost import PAPER_ALPHA
+    from kvrescue_eval.model_adapters.presets import PRESETS
+
+    for preset in ("paper-7b", "paper-72b"):
+        for role in ("base", "helper"):
+            assert load_shape(PRESETS[preset][role]) == load_shape(PRESETS[preset][role].split("/")[1].removesuffix("-Instruct"))
+    assert main(["cost", "--base", "Qwen/Qwen2.5-Math-7B-Instruct", "--helper", "Qwen/Qwen2.5-Math-1.5B-Instruct",
+                 "--budget", "64", "--json"]) == 0
+    rows = {row["quantity"]: row["value"] for row in json.loads(capsys.readouterr().out)}
+    assert PAPER_ALPHA == 2.9
+    assert rows["eviction crossover l* = (1 + alpha) B', alpha=2.9 (the paper's measured overhead)"] == \
+        pytest.approx(3.9 * (64 + 128))
+    assert main(["cost", "--base", "qwen2.5-math-7b", "--budget", "64"]) == 0
+    assert "alpha = 2.9: the paper's measured eviction overhead" in capsys.readouterr().out
+    assert main(["cost", "--base", "qwen2.5-math-7b", "--budget", "64", "--alpha", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "alpha = 0.5: given by --alpha" in out and "288" in out
+    assert main(["cost", "--base", "Qwen/Qwen2.5-Math-8B", "--budget", "64"]) == 2
+    assert "qwen/qwen2.5-math-7b-instruct" in capsys.readouterr().err

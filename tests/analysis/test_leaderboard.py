@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
-from kvrescue_eval.analysis.submission import REFERENCE_NOTE, validate
+from kvrescue_eval.analysis.submission import REFERENCE_NOTE, schema_errors, validate
 from kvrescue_eval.cli import main
 from kvrescue_eval.tasks.data import SHA256
 from synthetic_lm_eval_runs import kvrescue_info, write_run
@@ -26,7 +26,8 @@ def test_one_submission_per_setting_with_per_seed_accuracies(submissions):
     assert len(submissions) == 6  # rescue x2, bon x2, full, stock helper
     doc = submissions["rescue_Base-7B_helper-Helper-1.5B_rkv_B64_N4"]
     assert doc["setting"] == {"base": "org/Base-7B", "helper": "org/Helper-1.5B", "prm": "org/PRM-7B",
-                              "mode": "rescue", "evictor": "rkv", "budget": 64, "buffer": 128, "n": 4}
+                              "mode": "rescue", "evictor": "rkv", "budget": 64, "buffer": 128, "n": 4, "detector": "on"}
+    assert doc["protocol"] == {"limit": None, "max_steps": 1024, "max_step_tokens": 512, "max_context": 4096}
     math500, aime = doc["benchmarks"]["math500"], doc["benchmarks"]["aime24"]
     assert sorted(math500["pass_at_1"]["qwen"]["seeds"]) == [0.5, 0.75]
     assert aime["pass_at_1"]["qwen"]["seeds"] == [0.5, 0.25, 0.5]
@@ -36,6 +37,8 @@ def test_one_submission_per_setting_with_per_seed_accuracies(submissions):
     assert doc["versions"]["lm_eval"] == "0.4.13"
     full = submissions["full_Base-7B_N4"]
     assert full["benchmarks"]["math500"]["pass_at_1"]["strict"]["seeds"] == [0.5]
+    assert full["benchmarks"]["math500"]["pass_at_1"]["boxed"]["seeds"] == [0.75]
+    assert aime["pass_at_1"]["boxed"]["std"] == pytest.approx((1 / 72) ** 0.5)   # population std of .5 .25 .5
 
 
 def test_submission_needs_samples(tmp_path, capsys):
@@ -47,12 +50,13 @@ def test_submission_needs_samples(tmp_path, capsys):
 
 
 def reference(**changes):
-    doc = {"schema_version": 1, "name": "paper rescue 7B B64",
+    doc = {"schema_version": 2, "name": "paper rescue 7B B64",
            "source": {"kind": "reference", "note": REFERENCE_NOTE, "citation": "arXiv:2608.15797", "table": "Table 5"},
            "setting": {"base": "Qwen/Qwen2.5-Math-7B-Instruct", "helper": "Qwen/Qwen2.5-Math-1.5B-Instruct",
                        "prm": "Qwen/Qwen2.5-Math-PRM-7B", "mode": "rescue", "evictor": "rkv", "budget": 64,
                        "buffer": 128, "n": 8},
-           "benchmarks": {"math500": {"pass_at_1": {"qwen": {"mean": 0.5, "std": None, "num_seeds": 1}}}}}
+           "protocol": {"limit": None, "max_steps": 1024, "max_step_tokens": 512, "max_context": 4096},
+           "benchmarks": {"math500": {"pass_at_1": {"boxed": {"mean": 0.5, "std": None, "num_seeds": 1}}}}}
     for path, value in changes.items():
         target = doc
         keys = path.split(".")
@@ -80,18 +84,33 @@ def test_reference_row_validates():
     ({"setting.budget": DELETE}, "setting"),
     ({"setting.helper": None}, "setting/helper"),
     ({"setting.n": 0}, "setting/n"),
-    ({"benchmarks.math500.pass_at_1.qwen.mean": 1.5}, "benchmarks/math500/pass_at_1/qwen/mean"),
-    ({"benchmarks.math500.pass_at_1.qwen": {"std": 0.1}}, "benchmarks/math500/pass_at_1/qwen"),
+    ({"setting.detector": "maybe"}, "setting/detector"),
+    ({"protocol": DELETE}, "(top level)"),
+    ({"protocol.limit": 0}, "protocol/limit"),
+    ({"benchmarks.math500.pass_at_1.boxed.mean": 1.5}, "benchmarks/math500/pass_at_1/boxed/mean"),
+    ({"benchmarks.math500.pass_at_1.boxed": {"std": 0.1}}, "benchmarks/math500/pass_at_1/boxed"),
+    ({"benchmarks.math500.pass_at_1": {}}, "benchmarks/math500/pass_at_1"),
     ({"benchmarks": {}}, "benchmarks"),
-    ({"schema_version": 2}, "schema_version"),
+    ({"schema_version": 1}, "schema_version"),
     ({"source.kind": "run"}, "(top level)"),  # a run needs versions, hashes and per-seed accuracies
-    ({"benchmarks.math500.pass_at_1.qwen": {"seeds": [0.5, 1.0], "mean": 0.5}}, "benchmarks/math500/pass_at_1/qwen/mean"),
+    ({"benchmarks.math500.pass_at_1.boxed": {"seeds": [0.5, 1.0], "mean": 0.5}}, "benchmarks/math500/pass_at_1/boxed/mean"),
 ])
 def test_schema_rejects_broken_submissions(changes, field):
     with pytest.raises(AnalysisInputError) as caught:
         validate(reference(**changes), "broken.json")
     assert caught.value.path == "broken.json"
-    assert caught.value.field == field or caught.value.field.startswith(field)
+    assert field in {where for where, _ in schema_errors(reference(**changes))}
+    assert field in str(caught.value)
+
+
+def test_validate_lists_every_error_not_the_first():
+    broken = reference(**{"setting.mode": "turbo", "setting.n": 0, "protocol.limit": 0, "schema_version": 1})
+    fields = {where for where, _ in schema_errors(broken)}
+    assert {"setting/mode", "setting/n", "protocol/limit", "schema_version"} <= fields
+    with pytest.raises(AnalysisInputError) as caught:
+        validate(broken, "broken.json")
+    for field in ("setting/mode", "setting/n", "protocol/limit", "schema_version"):
+        assert f"  {field}: " in str(caught.value)
 
 
 def test_run_submission_without_seeds_is_rejected(submissions):
@@ -99,41 +118,81 @@ def test_run_submission_without_seeds_is_rejected(submissions):
     del doc["benchmarks"]["math500"]["pass_at_1"]["strict"]["seeds"]
     with pytest.raises(AnalysisInputError, match="seeds"):
         validate(doc)
+    doc = copy.deepcopy(submissions["bon_Base-7B_rkv_B64_N4"])
+    del doc["benchmarks"]["math500"]["pass_at_1"]["boxed"]
+    with pytest.raises(AnalysisInputError, match="boxed"):
+        validate(doc)
 
 
 def test_validate_command(submissions, tmp_path, capsys):
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(json.dumps(submissions["bon_Base-7B_rkv_B64_N4"]))
-    bad.write_text(json.dumps(reference(**{"setting.mode": "turbo"})))
+    bad.write_text(json.dumps(reference(**{"setting.mode": "turbo", "setting.n": 0})))
     assert main(["leaderboard", "validate", str(good)]) == 0
     assert main(["leaderboard", "validate", str(good), str(bad)]) == 1
     err = capsys.readouterr().err
-    assert str(bad) in err and "setting/mode" in err
+    assert str(bad) in err and "setting/mode" in err and "setting/n" in err
 
 
 def test_shipped_submissions_validate():
     shipped = sorted((REPO / "leaderboards" / "submissions").glob("*.json"))
-    for path in shipped:
-        assert main(["leaderboard", "validate", str(path)]) == 0, path
+    assert main(["leaderboard", "validate", *map(str, shipped)]) == 0
     schema_link = REPO / "leaderboards" / "submission.schema.json"
     assert json.loads(schema_link.read_text())["title"] == "kvrescue-eval leaderboard submission"
 
 
-def test_leaderboard_build_sorts_and_labels_references(submissions, tmp_path):
+def leaderboard_lines(text, section):
+    """Data rows of the ranked table (section 0) or of the not-ranked table (section 1)."""
+    parts = text.split("## Not ranked", 1)
+    if section >= len(parts):
+        return []
+    return [line for line in parts[section].splitlines() if line.startswith("| ") and not line.startswith(("| rank", "| name"))]
+
+
+def test_leaderboard_build_ranks_the_papers_40_rows_and_separates_partial_runs(submissions, tmp_path):
     folder = tmp_path / "lb"
     (folder / "submissions").mkdir(parents=True)
     for name, doc in submissions.items():
         (folder / "submissions" / f"{name}.json").write_text(json.dumps(doc))
-    (folder / "submissions" / "paper.json").write_text(json.dumps(reference()))
+    assert main(["leaderboard", "paper", "--dir", str(folder)]) == 0
     assert main(["leaderboard", "build", "--dir", str(folder)]) == 0
-    table = [line for line in (folder / "LEADERBOARD.md").read_text().splitlines() if line.startswith("| ")][1:]
-    averages = [float(line.rstrip(" |").rsplit("|", 1)[1]) for line in table]
+    text = (folder / "LEADERBOARD.md").read_text()
+    ranked, others = leaderboard_lines(text, 0), leaderboard_lines(text, 1)
+    assert len(ranked) == 40 and all("*reference* (arXiv:2608.15797)" in line for line in ranked)
+    averages = [float(line.rstrip(" |").rsplit("|", 1)[1]) for line in ranked]
     assert averages == sorted(averages, reverse=True)
-    # full 7B: (75.0 + 58.3) / 2 = 66.7 is first; the stock helper: (50.0 + 16.7) / 2 = 33.3
-    assert table[0].startswith("| 1 | full_Base-7B_N4 |") and table[0].endswith("| 66.7 |")
-    paper = next(line for line in table if "paper rescue 7B B64" in line)
-    assert "*reference* (arXiv:2608.15797)" in paper
-    assert REFERENCE_NOTE in (folder / "LEADERBOARD.md").read_text()
+    # the best paper row: 72B full-KV, N=8: (86.4 + 23.3 + 71.5 + 96.5 + 50.2) / 5 = 65.58
+    assert ranked[0].startswith("| 1 | paper-table5_72B-block_full_N8 |") and ranked[0].endswith("| 65.6 |")
+    assert REFERENCE_NOTE in text
+    # our 4-problem synthetic runs are not comparable with whole test sets: listed apart, with the reason
+    assert len(others) == len(submissions)
+    assert all("math500: 4 of 500 problems" in line for line in others)
     png = (folder / "leaderboard.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 5000
     assert "<svg" in (folder / "leaderboard.svg").read_text()
+
+
+def test_limit_and_short_step_runs_are_not_ranked(tmp_path):
+    from kvrescue_eval.analysis.paper import reference_submissions
+    from kvrescue_eval.analysis.submission import leaderboard_markdown, not_ranked_reason
+
+    whole = reference_submissions()[0]
+    smoke = copy.deepcopy(whole)
+    smoke["name"], smoke["protocol"]["limit"], smoke["protocol"]["max_steps"] = "smoke", 2, 4
+    assert not_ranked_reason(whole) is None
+    assert not_ranked_reason(smoke) == "--limit 2; max_steps=4 (the paper's: 1024)"
+    smoke["benchmarks"]["math500"]["pass_at_1"]["boxed"]["mean"] = 1.0   # best score: still not ranked first
+    text = leaderboard_markdown([whole, smoke])
+    assert [line.split(" | ")[1] for line in leaderboard_lines(text, 0)] == [whole["name"]]
+    assert leaderboard_lines(text, 1)[0].startswith("| smoke |")
+
+
+def test_shipped_paper_rows_are_what_the_generator_writes():
+    from kvrescue_eval.analysis.paper import reference_submissions
+    from kvrescue_eval.analysis.submission import file_name
+
+    shipped = {p.name: json.loads(p.read_text()) for p in (REPO / "leaderboards" / "submissions").glob("paper-table5_*.json")}
+    generated = {file_name(doc): doc for doc in reference_submissions()}
+    assert shipped == generated and len(shipped) == 40
+    for doc in shipped.values():
+        assert doc["source"]["note"] == "reported by the paper, not reproduced here"

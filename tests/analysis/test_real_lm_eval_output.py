@@ -61,7 +61,7 @@ def test_report_reads_a_real_lm_eval_folder(tmp_path):
     assert set(rows) == {"math500", "aime24"}
     for task, bench, seeds in (("math500", "math500", 1), ("aime24_qwen", "aime24", 5)):
         samples = next(output.rglob(f"samples_{task}_*.jsonl"))
-        verdicts = [json.loads(line)["exact_match"] for line in samples.read_text().splitlines()]
+        verdicts = [json.loads(line)["exact_match_boxed"] for line in samples.read_text().splitlines()]
         assert len(verdicts) == 2 and all(len(v) == seeds for v in verdicts)
         per_seed = [sum(doc[s] for doc in verdicts) / 2 for s in range(seeds)]
         row = rows[bench]
@@ -85,11 +85,11 @@ def run_kvrescue(model, output, mode, env):
 
 
 def from_samples(output, mode, task, key):
-    """Per-seed accuracy (key exact_match) or per-sample statistic means, read straight from the samples."""
+    """Per-seed accuracy (key exact_match_boxed) or per-sample statistic means, read straight from the samples."""
     samples = next((output / mode).rglob(f"samples_{task}_*.jsonl"))
     records = [json.loads(line) for line in samples.read_text().splitlines()]
     lists = [r[key] for r in records]
-    if key == "exact_match":
+    if key == "exact_match_boxed":
         seeds = len(lists[0])
         return sum(sum(doc[s] for doc in lists) / len(lists) for s in range(seeds)) / seeds
     return sum(sum(values) for values in lists) / sum(len(values) for values in lists)
@@ -108,9 +108,9 @@ def test_report_and_gate_on_real_kvrescue_runs(tmp_path):
     assert main(["report", str(output), "--out", str(out), "--no-plots", "--submission"]) == 0
     data = json.loads((out / "report.json").read_text())
     for task, bench in (("math500", "math500"), ("aime24_qwen", "aime24")):
-        accuracy = {mode: from_samples(output, mode, task, "exact_match") for mode in ("full", "bon", "rescue")}
+        accuracy = {mode: from_samples(output, mode, task, "exact_match_boxed") for mode in ("full", "bon", "rescue")}
         row = next(r for r in data["tables"]["recovery"]["rows"] if r["benchmark"] == bench)
-        assert (row["base"], row["n"], row["budget"], row["evictor"]) == (str(model), 2, 16, "rkv")
+        assert (row["base"], row["n"], row["budget"], row["evictor"], row["detector"]) == (str(model), 2, 16, "rkv", "on")
         assert (row["rescue"], row["bon"], row["full"]) == pytest.approx(
             (accuracy["rescue"], accuracy["bon"], accuracy["full"]))
         gap = accuracy["full"] - accuracy["bon"]

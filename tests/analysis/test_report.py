@@ -9,8 +9,8 @@ from kvrescue_eval.cli import main
 from synthetic_lm_eval_runs import write_run
 
 BASE, HELPER = "org/Base-7B", "org/Helper-1.5B"
-SQRT_1_48 = math.sqrt(1 / 48)        # sample std of (1/2, 3/4, 1/2) and of (1/4, 0, 1/4)
-SQRT_1_32 = math.sqrt(1 / 32)        # sample std of (1/2, 3/4)
+SQRT_1_72 = math.sqrt(1 / 72)        # population std of (1/2, 3/4, 1/2) and of (1/4, 0, 1/4)
+STD_1_8 = 1 / 8                      # population std of (1/2, 3/4)
 
 
 @pytest.fixture(scope="module")
@@ -35,12 +35,12 @@ def one(report_json, table, **match):
     ("full", None, "math500", 1, 3 / 4, None),
     ("bon", 64, "math500", 1, 1 / 4, None),
     ("bon", 128, "math500", 1, 2 / 4, None),
-    ("rescue", 64, "math500", 2, 5 / 8, SQRT_1_32),
+    ("rescue", 64, "math500", 2, 5 / 8, STD_1_8),
     ("rescue", 128, "math500", 1, 3 / 4, None),
-    ("full", None, "aime24", 3, 7 / 12, SQRT_1_48),
-    ("bon", 64, "aime24", 3, 1 / 6, SQRT_1_48),
+    ("full", None, "aime24", 3, 7 / 12, SQRT_1_72),
+    ("bon", 64, "aime24", 3, 1 / 6, SQRT_1_72),
     ("bon", 128, "aime24", 3, 1 / 4, 0.0),
-    ("rescue", 64, "aime24", 3, 5 / 12, SQRT_1_48),
+    ("rescue", 64, "aime24", 3, 5 / 12, SQRT_1_72),
     ("rescue", 128, "aime24", 3, 1 / 2, 0.0),
 ])
 def test_pass_at_1_mean_and_std_over_seeds(report, mode, budget, bench, seeds, mean, std):
@@ -53,8 +53,8 @@ def test_pass_at_1_mean_and_std_over_seeds(report, mode, budget, bench, seeds, m
 
 def test_strict_grader_mode_is_reported_separately(report):
     row = one(report[1], "accuracy", base=BASE, mode="full", benchmark="math500")
-    assert row["pass1_strict_mean"] == pytest.approx(2 / 4)
-    assert one(report[1], "accuracy", mode="bon", budget=64, benchmark="math500")["pass1_strict_mean"] == pytest.approx(1 / 4)
+    assert row["exact_match_strict_mean"] == pytest.approx(2 / 4) and row["pass1_mean"] == pytest.approx(3 / 4)
+    assert one(report[1], "accuracy", mode="bon", budget=64, benchmark="math500")["exact_match_strict_mean"] == pytest.approx(1 / 4)
 
 
 def test_stock_hf_run_is_a_full_kv_run_of_its_model(report):
@@ -62,7 +62,7 @@ def test_stock_hf_run_is_a_full_kv_run_of_its_model(report):
     assert (row["mode"], row["n"], row["evictor"], row["budget"]) == ("full", 1, None, None)
     assert row["pass1_mean"] == pytest.approx(2 / 4)
     aime = one(report[1], "accuracy", base=HELPER, benchmark="aime24")
-    assert aime["pass1_mean"] == pytest.approx(1 / 6) and aime["pass1_std"] == pytest.approx(SQRT_1_48)
+    assert aime["pass1_mean"] == pytest.approx(1 / 6) and aime["pass1_std"] == pytest.approx(SQRT_1_72)
 
 
 @pytest.mark.parametrize("budget,bench,recovery,bon,full", [
@@ -75,7 +75,7 @@ def test_recovery_per_setting(report, budget, bench, recovery, bon, full):
     row = one(report[1], "recovery", budget=budget, benchmark=bench)
     assert row["recovery"] == pytest.approx(recovery)
     assert row["bon"] == pytest.approx(bon) and row["full"] == pytest.approx(full)
-    assert row["helper_alone"] == pytest.approx({"math500": 2 / 4, "aime24": 1 / 6}[bench])
+    assert row["helper_alone"] is None   # the stock helper run is N = 1, the rescue N = 4: not comparable
     assert row["status"] == "complete" and row["helper"] == HELPER
 
 
@@ -101,7 +101,8 @@ def test_ablation_table(report):
     assert row["early_exit_rate"] == pytest.approx(6.0 / (12.0 * 4))  # mean early exits / (steps x N)
     bon = one(report[1], "ablation", mode="bon", budget=64, benchmark="aime24")
     assert bon["early_exit_rate"] == pytest.approx(16.0 / (40.0 * 4)) and bon["degeneration_rate"] == 0.5
-    assert one(report[1], "ablation", mode="full", base=BASE, benchmark="math500")["early_exit_rate"] is None
+    assert one(report[1], "ablation", mode="full", base=BASE, benchmark="math500")["early_exit_rate"] == 0.0
+    assert one(report[1], "ablation", base=HELPER, benchmark="math500")["early_exit_rate"] is None   # stock model
 
 
 def test_helper_share_of_committed_steps(report):
@@ -114,8 +115,8 @@ def test_markdown_table5_layout(report):
     rescue64 = next(line for line in text.splitlines()
                     if line.startswith(f"| {BASE} | rescue | 4 | rkv | 64 |") and "±" in line)
     # benchmarks in alphabetical order: aime24, math500, then the average of the means
-    assert "| 41.7 ± 14.4 | 62.5 ± 17.7 | 52.1 |" in rescue64
-    assert "| 58.3 ± 14.4 | 75.0 | 66.7 |" in next(
+    assert "| 41.7 ± 11.8 | 62.5 ± 12.5 | 52.1 |" in rescue64
+    assert "| 58.3 ± 11.8 | 75.0 | 66.7 |" in next(
         line for line in text.splitlines() if line.startswith(f"| {BASE} | full | 4 |") and "±" in line)
 
 
@@ -138,10 +139,10 @@ def test_incomplete_comparisons_are_reported_not_dropped(tmp_path):
     data = json.loads((out / "report.json").read_text())
     for bench in ("math500", "aime24"):
         row = one(data, "recovery", budget=128, benchmark=bench)
-        assert row["recovery"] is None and row["status"] == "incomplete: no bon run"
-        assert one(data, "unpaired", mode="rescue", budget=128, benchmark=bench)["reason"] == "incomplete: no bon run"
+        assert row["recovery"] is None and row["status"].startswith("incomplete: no bon run at N=4")
+        assert one(data, "unpaired", mode="rescue", budget=128, benchmark=bench)["reason"] == row["status"]
     assert one(data, "recovery_average", budget=128)["benchmarks"] == "0/2"
-    assert "incomplete: no bon run" in (out / "report.md").read_text()
+    assert "incomplete: no bon run at N=4" in (out / "report.md").read_text()
 
 
 def test_undefined_recovery_when_eviction_loses_nothing(tmp_path):
@@ -159,7 +160,7 @@ def test_helper_mode_run_is_the_helper_reference(tmp_path):
     write_run(tmp_path / "full", {"math500": [[1], [1]]}, model_info=kvrescue_info("full"))
     write_run(tmp_path / "bon", {"math500": [[0], [0]]}, model_info=kvrescue_info("bon"))
     write_run(tmp_path / "rescue", {"math500": [[1], [0]]}, model_info=kvrescue_info("rescue"))
-    write_run(tmp_path / "helper", {"math500": [[0], [1]]}, model_info=kvrescue_info("helper", n=1))
+    write_run(tmp_path / "helper", {"math500": [[0], [1]]}, model_info=kvrescue_info("helper", n=4))
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--no-plots"]) == 0
     row = one(json.loads((tmp_path / "out" / "report.json").read_text()), "recovery", benchmark="math500")
     assert row["recovery"] == pytest.approx(0.5) and row["helper_alone"] == pytest.approx(0.5)
@@ -176,5 +177,5 @@ def test_ambiguous_reference_is_reported_not_guessed(tmp_path):
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--no-plots"]) == 0
     row = one(json.loads((tmp_path / "out" / "report.json").read_text()), "recovery", benchmark="math500")
     assert row["recovery"] is None
-    assert row["status"] == "incomplete: 2 bon settings match (they differ in N, scorer or buffer): ambiguous"
+    assert row["status"] == "incomplete: 2 bon settings match (they differ in scorer or buffer): ambiguous"
     assert main(["check", str(tmp_path), "--min-recovery", "0"]) == 1

@@ -15,7 +15,7 @@ from collections import Counter
 
 from lm_eval.api.model import LM
 
-from kvrescue_eval import grading
+from kvrescue_eval.grading.extraction import last_boxed
 from kvrescue_eval.grading.gold import RAW_GOLD
 from kvrescue_eval.stats import TextWithStats
 from kvrescue_eval.tasks import qwen_math_cot
@@ -55,7 +55,7 @@ class OracleLM(LM):
         benchmark = BENCHMARK_OF_TASK[request.task_name]
         gold = RAW_GOLD[benchmark](doc)
         if benchmark == "math500":
-            gold = grading.extract_answer(gold, benchmark, mode="strict")
+            gold = last_boxed(gold)
         right = self.answer == "gold" or (self.answer == "staircase" and request.doc_id <= seed)
         text = f"We compute step by step.\n\nThe final answer is $\\boxed{{{gold if right else WRONG}}}$."
         if not self.with_stats:

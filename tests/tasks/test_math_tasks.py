@@ -1,7 +1,7 @@
 """The five math tasks and their group, run through the real `lm_eval` command with test-only models.
 
 Expected values come from the definitions: pass@1 per seed is the share of right answers, the task
-score is the mean over seeds, the spread is the sample standard deviation over seeds, the group is
+score is the mean over seeds, the spread is the population standard deviation over seeds, the group is
 the unweighted mean over its five tasks.
 """
 
@@ -41,12 +41,12 @@ def test_gold_oracle_scores_every_answer_right_on_the_full_suite(oracle_site, tm
          "--apply_chat_template", "--log_samples"], output=tmp_path, pythonpath=[oracle_site])
     for task, size in OURS.items():
         assert len(samples[task]) == size
-        for metric, mode in (("exact_match", "qwen"), ("exact_match_strict", "strict")):
+        for metric, mode in (("exact_match", "qwen"), ("exact_match_strict", "strict"), ("exact_match_boxed", "qwen")):
             wrong = {s["doc_id"] for s in samples[task] if not all(s[metric])}
             expected = {doc for (m, t, doc) in UNMATCHABLE_GOLD if (m, t) == (mode, task)}
             assert wrong == expected, (task, mode, sorted(wrong - expected), sorted(expected - wrong))
             assert results["results"][task][f"{metric},none"] == pytest.approx(1 - len(expected) / size)
-    for metric in ("exact_match", "exact_match_strict"):
+    for metric in ("exact_match", "exact_match_strict", "exact_match_boxed"):
         group = results["results"]["kvrescue_math"][f"{metric},none"]
         assert group == pytest.approx(sum(results["results"][t][f"{metric},none"] for t in OURS) / 5)
 
@@ -59,6 +59,7 @@ def test_wrong_oracle_scores_zero_and_stock_responses_report_no_statistics(oracl
     for task in OURS:
         scores = results["results"][task]
         assert scores["exact_match,none"] == 0.0 and scores["exact_match_strict,none"] == 0.0
+        assert scores["exact_match_boxed,none"] == 0.0
         assert all(len(s["exact_match"]) == SEEDS[task] for s in samples[task])
         assert ("exact_match_seed_std,none" in scores) == (SEEDS[task] > 1)
         if SEEDS[task] > 1:
@@ -81,12 +82,15 @@ def test_seed_mean_std_group_mean_and_engine_statistics(oracle_site, tmp_path):
     assert scores["math500"]["exact_match,none"] == pytest.approx(1 / 2)
     assert scores["olympiadbench"]["exact_match,none"] == pytest.approx(1 / 4)
     assert scores["gsm8k_qwen"]["exact_match,none"] == pytest.approx(1 / 8)
-    # amc23, 4 docs: per-seed accuracy .25 .5 .75 1 1 -> mean .7, sample variance .425 / 4.
+    # amc23, 4 docs: per-seed accuracy .25 .5 .75 1 1 -> mean .7, population variance .425 / 5.
     assert scores["amc23"]["exact_match,none"] == pytest.approx(0.7)
-    assert scores["amc23"]["exact_match_seed_std,none"] == pytest.approx(math.sqrt(0.425 / 4))
-    # aime24_qwen, 2 docs: .5 1 1 1 1 -> mean .9, sample variance .2 / 4.
+    assert scores["amc23"]["exact_match_seed_std,none"] == pytest.approx(math.sqrt(0.425 / 5))
+    # aime24_qwen, 2 docs: .5 1 1 1 1 -> mean .9, population variance .2 / 5.
     assert scores["aime24_qwen"]["exact_match,none"] == pytest.approx(0.9)
-    assert scores["aime24_qwen"]["exact_match_strict_seed_std,none"] == pytest.approx(math.sqrt(0.05))
+    assert scores["aime24_qwen"]["exact_match_strict_seed_std,none"] == pytest.approx(0.2)
+    # the oracle boxes every answer: boxed and correct is correct
+    assert scores["aime24_qwen"]["exact_match_boxed_seed_std,none"] == pytest.approx(0.2)
+    assert scores["amc23"]["exact_match_boxed,none"] == pytest.approx(0.7)
     assert [s["exact_match"] for s in samples["aime24_qwen"]] == [[1, 1, 1, 1, 1], [0, 1, 1, 1, 1]]
     # Group: unweighted mean (the size-weighted mean would be 7.6 / 20 = .38).
     assert scores["kvrescue_math"]["exact_match,none"] == pytest.approx((.5 + .25 + .125 + .7 + .9) / 5)

@@ -9,10 +9,29 @@ def test_per_seed_accuracy_is_the_column_mean():
     assert seed_metrics.per_seed_accuracy([[1, 0, 1], [1, 1, 0]]) == [1.0, 0.5, 0.5]
 
 
-def test_mean_and_sample_std_over_seeds():
+def test_mean_and_population_std_over_seeds():
     items = [[1, 0, 1], [1, 1, 0]]  # per seed 1, .5, .5: mean 2/3, deviations 1/3, -1/6, -1/6
     assert seed_metrics.mean_over_seeds(items) == pytest.approx(2 / 3)
-    assert seed_metrics.seed_std(items) == pytest.approx(math.sqrt(((1 / 3) ** 2 + 2 * (1 / 6) ** 2) / 2))
+    assert seed_metrics.seed_std(items) == pytest.approx(math.sqrt(((1 / 3) ** 2 + 2 * (1 / 6) ** 2) / 3))
+
+
+def test_seed_std_is_the_papers_population_std():
+    # Table 5, AIME24, 7B N=1 bon B64: one right answer in 5 seeds x 30 problems is "0.7 +- 1.3"
+    items = [[0] * 5 for _ in range(30)]
+    items[0][0] = 1
+    assert 100 * seed_metrics.mean_over_seeds(items) == pytest.approx(0.667, abs=1e-3)
+    assert 100 * seed_metrics.seed_std(items) == pytest.approx(1.333, abs=1e-3)   # the sample std: 1.49
+    assert round(100 * seed_metrics.seed_std(items), 1) == 1.3
+
+
+def test_boxed_metric_needs_a_boxed_answer():
+    doc = {"question": "q", "answer": "12 + 5 = 17\n#### 17"}
+    right_unboxed = "First, 3 * 4 = 12.\n\nSo the total is 12 + 5 = 17"
+    metrics = seed_metrics.score_responses(doc, [[right_unboxed, "So \\boxed{17}.", "The answer is 17.",
+                                                   "So \\boxed{16}."]], benchmark="gsm8k")
+    assert metrics["exact_match"] == [1, 1, 1, 0]
+    assert metrics["exact_match_boxed"] == [0, 1, 0, 0]
+    assert metrics["exact_match_boxed_seed_std"] == metrics["exact_match_boxed"]   # per-seed lists, aggregated
 
 
 def test_docs_with_different_seed_counts_are_rejected():

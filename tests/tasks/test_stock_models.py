@@ -55,5 +55,6 @@ def test_suite_runs_with_the_stock_hf_model_and_chat_template(tiny_chat_model, t
         assert set(key.split(",")[0] for key in scores) <= {
             "name", "alias", "sample_len", "exact_match", "exact_match_stderr", "exact_match_strict",
             "exact_match_strict_stderr", "exact_match_seed_std", "exact_match_seed_std_stderr",
-            "exact_match_strict_seed_std", "exact_match_strict_seed_std_stderr"}, scores
+            "exact_match_strict_seed_std", "exact_match_strict_seed_std_stderr", "exact_match_boxed",
+            "exact_match_boxed_stderr", "exact_match_boxed_seed_std", "exact_match_boxed_seed_std_stderr"}, scores
     assert "exact_match,none" in results["results"]["kvrescue_math"]

@@ -1,0 +1,51 @@
+"""The exact `lm_eval` command that produces a missing reference arm of a rescue comparison.
+
+It is the rescue run's own command with the mode changed: the same `--model_args` (preset, models,
+N, limits, seed), the same task, `--limit` and `--seed`, the detector left at the mode's default (off
+for the baselines, as in the paper), written beside the rescue run so that the same report finds it.
+"""
+
+import shlex
+
+EVICTION_ARGS = ("evictor", "budget", "buffer", "window", "mix_lambda")
+NEVER_COPIED = ("mode", "detector", "n_base", "n_helper", "batch_size", "max_batch_size")
+
+
+def model_args_of(config):
+    """lm-eval's recorded model_args (a "k=v,k=v" string or a dict) as an ordered dict of strings."""
+    raw = config.get("model_args")
+    if isinstance(raw, dict):
+        return {str(k): str(v) for k, v in raw.items()}
+    if isinstance(raw, str):
+        return dict(part.split("=", 1) for part in raw.split(",") if "=" in part)
+    return {}
+
+
+def arm_command(rescue_cell, arm):
+    """The command line (one string, shell-quoted) that runs `arm` ("bon", "full" or "helper") for this cell."""
+    run = rescue_cell.runs[0]
+    setting = rescue_cell.setting
+    args = {k: v for k, v in model_args_of(run.config).items()
+            if k not in NEVER_COPIED and not k.startswith("detector_")
+            and not (arm != "bon" and k in EVICTION_ARGS)}
+    args["mode"] = arm
+    args["n"] = str(setting.n)
+    if arm == "bon":  # the rescue's eviction, stated whatever the preset or defaults were
+        args.update(evictor=setting.evictor, budget=str(setting.budget))
+        if setting.buffer is not None:
+            args["buffer"] = str(setting.buffer)
+    task = next(name for name, task in run.tasks.items() if task.benchmark == rescue_cell.benchmark)
+    command = ["lm_eval", "--model", "kvrescue", "--model_args", ",".join(f"{k}={v}" for k, v in args.items()),
+               "--tasks", task]
+    if run.limit is not None:
+        command += ["--limit", _number(run.limit)]
+    if run.config.get("random_seed") not in (None, 0) and "seed" not in args:
+        command += ["--seed", str(run.config["random_seed"])]
+    if run.config.get("device"):
+        command += ["--device", str(run.config["device"])]
+    command += ["--log_samples", "--output_path", str(run.output_path / arm)]
+    return shlex.join(command)
+
+
+def _number(value):
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
