@@ -113,7 +113,12 @@ class KVRescueLM(LM):
             "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
             "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,
+            "backends": a.backends, "vllm_statistics": self._vllm_statistics(),
             "totals": totals}}
+
+    def _vllm_statistics(self) -> dict:
+        """Per vLLM policy, its prefix-cache figures (model_adapters/vllm_policy.py)."""
+        return {p.name: p.statistics() for p in (self.base, self.helper) if hasattr(p, "statistics")}
 
 
 _GENERATES_ONLY = ("the kvrescue model generates only (generate_until): loglikelihood requests "
