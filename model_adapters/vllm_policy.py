@@ -22,9 +22,11 @@ from .hf_policy import render_prompt, tokenizer_fingerprint
 
 
 class VLLMStepPolicy:
-    def __init__(self, llm, sampling: SamplingParams, name: str = "helper"):
+    def __init__(self, llm, sampling: SamplingParams, name: str = "helper", tokenizer=None):
         self.llm, self.sampling, self.name = llm, sampling, name
-        self.tokenizer = llm.get_tokenizer()
+        # The model's own transformers tokenizer (vLLM wraps its copy in another class): its fingerprint
+        # equals the transformers base's when the vocabularies agree, so steps pass as token ids.
+        self.tokenizer = tokenizer or _load_tokenizer(llm.llm_engine.model_config.tokenizer)
         self.tokenizer_key = tokenizer_fingerprint(self.tokenizer)
         self.eos_token_ids = eos_token_ids(llm, self.tokenizer)
         self.committed: dict[Hashable, list[int]] = {}
@@ -104,3 +106,9 @@ def eos_token_ids(llm, tokenizer) -> frozenset:
         if value is not None:
             ids.update(value if isinstance(value, (list, tuple)) else [value])
     return frozenset(int(i) for i in ids)
+
+
+def _load_tokenizer(folder):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(folder)

@@ -26,11 +26,19 @@ def testbed_tokenizer():
 
 @pytest.fixture(scope="session")
 def tiny_lm_dir(tmp_path_factory):
+    return save_tiny_lm(tmp_path_factory.mktemp("tiny_lm"))
+
+
+@pytest.fixture(scope="session")
+def tiny_prm_dir(tmp_path_factory):
+    return save_tiny_prm(tmp_path_factory.mktemp("tiny_prm"))
+
+
+def save_tiny_lm(folder):
     """A random Qwen2 causal LM (hidden 64, 2 heads of 32, 1 KV head) whose output favours "\\n\\n"
     enough that steps end at the separator as well as at the cap."""
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    folder = tmp_path_factory.mktemp("tiny_lm")
     tokenizer = testbed_tokenizer()
     torch.manual_seed(0)
     config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -48,14 +56,12 @@ def tiny_lm_dir(tmp_path_factory):
     return folder
 
 
-@pytest.fixture(scope="session")
-def tiny_prm_dir(tmp_path_factory):
+def save_tiny_prm(folder):
     """A random PRM as the real checkpoint is laid out: decoder under `model.`, head under `score.0.` and
     `score.2.`, two shards with an index, and an lm_head the PRM must ignore."""
     from safetensors.torch import save_file
     from transformers import Qwen2Config, Qwen2Model
 
-    folder = tmp_path_factory.mktemp("tiny_prm")
     tokenizer = testbed_tokenizer()
     torch.manual_seed(1)
     hidden = 64
