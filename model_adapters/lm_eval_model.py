@@ -14,13 +14,16 @@ import hashlib
 import json
 import logging
 from collections import Counter
+from dataclasses import replace
 
 from lm_eval.api.model import LM
 
+from kvrescue_eval.engine.retry import POLICY_METHODS, SCORER_METHODS, Faults, RetryingRun
 from kvrescue_eval.engine.scheduler import Engine, Problem
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS, TextWithStats
 
 from .model_args import parse_model_args
+from .progress import Progress
 
 logger = logging.getLogger(__name__)
 CONVERSATION_MARKER = "kvrescue-conversation"
@@ -35,40 +38,64 @@ class KVRescueLM(LM):
         self.base, self.helper, self.scorer, self.config = build_components(self.args)
         self.totals = Counter()
         self.finish_reasons = Counter()
+        self.run_stats = Counter()  # resumed / generated problems and out-of-memory retries of this process
 
     # -- lm-eval interface -----------------------------------------------------------------------
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        from tqdm import tqdm
-
+        """All problems, each taken from the run journal when it is there, else generated (and journaled
+        as it finishes); out-of-memory errors halve the problems in flight and retry (docs/resume.md)."""
         self._warn_about_ignored_settings(requests)
-        seen = Counter()
-        problems = []
-        for request in requests:
-            conversation = conversation_of(request)
-            prompt_id = hashlib.sha256(json.dumps(conversation, sort_keys=True).encode("utf-8")).hexdigest()[:16]
-            problems.append(Problem((prompt_id, seen[prompt_id]), conversation))  # repeat index by counting
-            seen[prompt_id] += 1
-        bar = tqdm(total=len(problems), desc="kvrescue problems", disable=disable_tqdm)
-        live = {"steps": 0, "helper_steps": 0, "early_exits": 0}
+        problems = problems_of(requests)
+        journal = self._open_journal(problems)
+        try:
+            recorded = journal.entries if journal is not None else {}
+            resumed = {p.key: recorded[p.key] for p in problems if p.key in recorded}
+            todo = [p for p in problems if p.key not in resumed]
+            if resumed:
+                logger.warning("journal %s: %d of %d problems already finished, generating the other %d",
+                               journal.path, len(resumed), len(problems), len(todo))
+            progress = Progress(len(problems), len(resumed), disable=disable_tqdm)
 
-        def on_event(kind, **info):
-            if kind == "commit":
-                live["steps"] += 1
-                live["helper_steps"] += info["role"] == "helper"
-            elif kind == "abort":
-                live["early_exits"] += 1
-            elif kind == "finish":
-                bar.update(1)
-            bar.set_postfix(live, refresh=False)
+            def on_event(kind, **info):
+                if kind == "finish" and journal is not None:
+                    journal.record(info["key"], journal_entry(info["result"]))
+                progress.on_event(kind, **info)
 
-        results = Engine(self.base, self.helper, self.scorer, self.config, on_event=on_event).run(problems)
-        bar.close()
+            run = self._retrying_run(on_event)
+            try:
+                generated = dict(zip((p.key for p in todo), map(journal_entry, run.run(todo))))
+            finally:
+                progress.close()
+                self.run_stats.update(oom_retries=run.retries)
+                self.config = replace(self.config, max_problems_in_flight=run.max_problems_in_flight)
+        finally:
+            if journal is not None:
+                journal.close()
+        self.run_stats.update(resumed=len(resumed), generated=len(todo))
         responses = []
-        for result in results:
-            self.totals.update({key: result.stats[key] for key in STAT_KEYS + ("aborted_commits",)})
-            self.finish_reasons[result.finish_reason] += 1
-            responses.append(TextWithStats(result.text, result.stats, result.finish_reason))
+        for problem in problems:
+            entry = resumed.get(problem.key) or generated[problem.key]
+            self.totals.update({key: entry["stats"][key] for key in STAT_KEYS + ("aborted_commits",)})
+            self.finish_reasons[entry["finish_reason"]] += 1
+            responses.append(TextWithStats(entry["text"], entry["stats"], entry["finish_reason"]))
         return responses
+
+    def _open_journal(self, problems):
+        from .run_journal import open_journal
+
+        requests_fingerprint = hashlib.sha256(json.dumps([p.key for p in problems]).encode("utf-8")).hexdigest()
+        device = getattr(self.base or self.helper, "device", self.args.device)
+        return open_journal(self.args, str(device), self.scorer is not None, requests_fingerprint,
+                            rank=self.rank, world_size=self.world_size)
+
+    def _retrying_run(self, on_event) -> RetryingRun:
+        """The engine behind out-of-memory retries, with the failure points of KVRESCUE_FAULTS injected."""
+        faults = Faults.from_environment()
+        base, helper = (faults.wrap(policy, name, POLICY_METHODS)
+                        for policy, name in ((self.base, "base"), (self.helper, "helper")))
+        scorer = faults.wrap(self.scorer, "scorer", SCORER_METHODS)
+        listener = faults.listener(on_event) if faults else on_event
+        return RetryingRun(Engine(base, helper, scorer, self.config, on_event=listener))
 
     def _warn_about_ignored_settings(self, requests) -> None:
         ours = {"temperature": self.args.temperature, "top_p": self.args.top_p, "top_k": self.args.top_k}
@@ -114,7 +141,15 @@ class KVRescueLM(LM):
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
             "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,
             "backends": a.backends, "vllm_statistics": self._vllm_statistics(),
-            "totals": totals}}
+            "totals": totals, "run": self._run_info()}}
+
+    def _run_info(self) -> dict:
+        """What happened in this process: problems resumed from the journal or generated, out-of-memory
+        retries (and the problems in flight they left), grader comparisons killed at their time limit."""
+        from kvrescue_eval.grading.sandbox import SANDBOX
+
+        return {**{key: int(self.run_stats[key]) for key in ("resumed", "generated", "oom_retries")},
+                "max_problems_in_flight": self.config.max_problems_in_flight, "grader_timeouts": SANDBOX.killed}
 
     def _vllm_statistics(self) -> dict:
         """Per vLLM policy, its prefix-cache figures (model_adapters/vllm_policy.py)."""
@@ -123,6 +158,24 @@ class KVRescueLM(LM):
 
 _GENERATES_ONLY = ("the kvrescue model generates only (generate_until): loglikelihood requests "
                    "(multiple-choice and perplexity tasks) are not supported; use a generative task")
+
+
+def problems_of(requests) -> list[Problem]:
+    """One problem per request, keyed by (hash of its conversation, repeat index by counting)."""
+    seen = Counter()
+    problems = []
+    for request in requests:
+        conversation = conversation_of(request)
+        prompt_id = hashlib.sha256(json.dumps(conversation, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+        problems.append(Problem((prompt_id, seen[prompt_id]), conversation))
+        seen[prompt_id] += 1
+    return problems
+
+
+def journal_entry(result) -> dict:
+    """What the journal keeps of a finished problem: all a response and the run totals are made of."""
+    return {"text": result.text, "stats": dict(result.stats), "finish_reason": result.finish_reason,
+            "sources": list(result.sources)}
 
 
 def conversation_of(request) -> list[dict]:

@@ -42,6 +42,9 @@ class ModelArgs:
     device: str = "cpu"
     seed: int = 0
     preset: str | None = None
+    # Run journal (docs/resume.md): finished problems on disk, so a rerun resumes. Default: beside
+    # lm-eval's --output_path when given; "off": none. Not part of a result's identity.
+    journal: str | None = None
     # Which library runs each role. The base evicts, which vLLM cannot: base_backend=vllm needs mode full.
     helper_backend: str = "hf"
     prm_backend: str = "hf"         # for scorer=qwen-prm

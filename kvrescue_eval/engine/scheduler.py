@@ -234,6 +234,7 @@ class Engine:
             if not live or role in self.stepped:
                 continue
             tokens, entropies = policy.decode([c.row for _, c in live])
+            self.on_event("decode", role=role, tokens=len(live))
             decoded = True
             for (state, cand), token, entropy in zip(live, tokens, entropies):
                 self._advance(state, cand, policy, token, entropy)
@@ -241,6 +242,7 @@ class Engine:
 
     def _add_proposal(self, state: ProblemState, role: str, proposal: list[StepCandidate]) -> None:
         cap = min(self.config.max_step_tokens, self.config.max_context - self.policies[role].length(state.key))
+        self.on_event("decode", role=role, tokens=sum(step.generated for step in proposal))
         for step in proposal:
             state.stats[f"{role}_tokens"] += step.generated
             state.candidates.append(Candidate(role, step, cap, None, list(step.token_ids), step.text,
@@ -308,6 +310,7 @@ class Engine:
             policy.release(state.key)
         if self.scorer is not None:
             self.scorer.release(state.key)
-        self.on_event("finish", key=state.key, reason=state.finish_reason)
-        return Result("".join(state.steps), state.steps, state.sources, state.step_ids, state.stats,
-                      state.finish_reason)
+        result = Result("".join(state.steps), state.steps, state.sources, state.step_ids, state.stats,
+                        state.finish_reason)
+        self.on_event("finish", key=state.key, reason=state.finish_reason, result=result)
+        return result

