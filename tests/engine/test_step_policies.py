@@ -131,3 +131,24 @@ def time_run(engine) -> float:
     start = time.perf_counter()
     engine.run(problems(1))
     return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("point", ["helper.propose@3:oom", "scorer.score@4:oom"])
+def test_out_of_memory_on_a_background_worker_is_retried_like_any_other(tokenizer, models, point):
+    """An error raised on a worker's thread reaches the run, which retries the unfinished problems with
+    half as many in flight; per-row seeds make the result that of an undisturbed run."""
+    from kvrescue_eval.engine.retry import POLICY_METHODS, SCORER_METHODS, Faults, RetryingRun
+
+    def build(faults):
+        base_model, helper_model = models
+        base = policy(base_model, tokenizer, budget=BUDGET, name="base")
+        helper = SteppedPolicy(policy(helper_model, tokenizer, name="helper"))
+        config = EngineConfig(n_base=2, n_helper=2, max_steps=4, max_step_tokens=10, max_problems_in_flight=4)
+        return RetryingRun(Engine(base, faults.wrap(helper, "helper", POLICY_METHODS),
+                                  faults.wrap(ScriptedScorer(), "scorer", SCORER_METHODS), config))
+
+    undisturbed = build(Faults()).run(problems(4))
+    retried = build(faults := Faults.parse(point))
+    results = retried.run(problems(4))
+    assert retried.retries == 1 and faults.calls[point.split("@")[0]] >= 3
+    assert summary(results) == summary(undisturbed)
