@@ -131,16 +131,12 @@ def measure_prm(prm_folder, threads):
     if worst > 1e-3:
         fail(f"vLLM and transformers PRM rewards differ by {worst}")
     candidates = sum(len(r.candidates) for call in calls for r in call)
-    return llm_of(on_vllm), record("prm_vllm_vs_hf", seconds["hf"] / seconds["vllm"], "x", detail={
+    return on_vllm.llm, record("prm_vllm_vs_hf", seconds["hf"] / seconds["vllm"], "x", detail={
         "model": "random PRM in the Qwen2.5-Math-PRM layout, CPU size (bench_prm_prefix.PRM_SHAPE), float32",
         "trajectories": problems, "steps": steps, "candidates_per_call": N * problems,
         "hf_candidates_per_s": candidates / seconds["hf"], "vllm_candidates_per_s": candidates / seconds["vllm"],
         "hf": "qwen-prm, committed prefix cached", "vllm": "qwen-prm-vllm, whole input every call",
         "max_reward_difference": worst, "vllm_engine_start_seconds": start_seconds, "threads": threads})
-
-
-def llm_of(scorer):
-    return scorer.llm
 
 
 def measure_overlap(helper_llm, prm_llm, threads):
