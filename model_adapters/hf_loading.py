@@ -1,4 +1,5 @@
-"""Loading transformers models and building the engine's policies and scorer from `ModelArgs`."""
+"""Loading models and building the engine's policies and scorer from `ModelArgs`: transformers for
+every role by default, vLLM for the roles whose `*_backend` is vllm (model_adapters/vllm_loading.py)."""
 
 import logging
 from dataclasses import replace
@@ -63,14 +64,25 @@ def build_components(args: ModelArgs):
             use_evicting_attention(loaded[name][0])
         return loaded[name]
 
+    def vllm_policy(name, role):
+        from .vllm_loading import engine_kwargs, start_llm
+        from .vllm_policy import VLLMStepPolicy
+
+        return VLLMStepPolicy(start_llm(model_folder(name), **engine_kwargs(args, role)), sampling, name=role)
+
+    backends = args.backends
     base = helper = scorer = None
-    if n_base:
+    if n_base and backends["base"] == "vllm":
+        base = vllm_policy(args.base, "base")
+    elif n_base:
         eviction = (EvictionPolicy(args.budget, args.evictor, args.buffer, args.window, mix_lambda=args.mix_lambda)
                     if args.evicts else None)
         base_model, base_tokenizer = model(args.base)
         base = HFPolicy(base_model, base_tokenizer, sampling, partial(new_cache, base_model, eviction), name="base",
                         batch_problems=True)
-    if n_helper:
+    if n_helper and backends["helper"] == "vllm":
+        helper = vllm_policy(args.helper, "helper")
+    elif n_helper:
         helper_model, helper_tokenizer = model(args.helper)
         helper = HFPolicy(helper_model, helper_tokenizer, sampling, partial(new_cache, helper_model, None),
                           name="helper", batch_problems=True)
@@ -79,6 +91,10 @@ def build_components(args: ModelArgs):
             # the helper policy's own model: with the scorer's plain caches our attention is the stock one
             helper_model, helper_tokenizer = model(args.helper)
             scorer = build_scorer("helper-logprob", model=helper_model, tokenizer=helper_tokenizer)
+        elif args.scorer == "qwen-prm-vllm" or backends.get("prm") == "vllm":
+            from .vllm_loading import engine_kwargs
+
+            scorer = build_scorer("qwen-prm-vllm", path=model_folder(args.prm), **engine_kwargs(args, "prm"))
         else:
             scorer = build_scorer(args.scorer, path=model_folder(args.prm), dtype=str(torch_dtype(args.dtype, args.device))
                                   .removeprefix("torch."), device=args.device)

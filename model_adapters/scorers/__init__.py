@@ -11,6 +11,7 @@ import inspect
 # name -> "module:factory"; modules import lazily so that listing names loads no framework.
 SCORERS = {
     "qwen-prm": "kvrescue_eval.model_adapters.scorers.qwen_prm:load_qwen_prm",
+    "qwen-prm-vllm": "kvrescue_eval.model_adapters.scorers.vllm_prm:load_vllm_qwen_prm",
     "helper-logprob": "kvrescue_eval.model_adapters.scorers.helper_logprob:HelperLogProbScorer",
 }
 
@@ -24,6 +25,7 @@ def scorer_factory(name: str):
 
 def build_scorer(name: str, **kwargs):
     """qwen-prm: build_scorer("qwen-prm", path=..., dtype="bfloat16", device="cpu", use_prefix_cache=True)
+    qwen-prm-vllm: build_scorer("qwen-prm-vllm", path=..., dtype="float32", kv_cache_memory_bytes=...)  (vLLM)
     helper-logprob: build_scorer("helper-logprob", model=..., tokenizer=..., use_prefix_cache=True)"""
     factory = scorer_factory(name)
     parameters = inspect.signature(factory).parameters
