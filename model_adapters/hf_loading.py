@@ -1,4 +1,5 @@
-"""Loading transformers models and building the engine's policies and scorer from `ModelArgs`."""
+"""Loading models and building the engine's policies and scorer from `ModelArgs`: transformers for
+every role by default, vLLM for the roles whose `*_backend` is vllm (model_adapters/vllm_loading.py)."""
 
 import logging
 from dataclasses import replace
@@ -51,7 +52,7 @@ def build_components(args: ModelArgs):
     from .evicting_attention import use_evicting_attention
     from .evicting_cache import EvictionPolicy
     from .hf_policy import HFPolicy
-    from .scorers import build_scorer, scorer_resources
+    from .scorers import VLLM_VARIANTS, build_scorer, scorer_resources
 
     args = replace(args, device=resolve_device(args.device))
     n_base, n_helper = args.counts
@@ -64,13 +65,29 @@ def build_components(args: ModelArgs):
             use_evicting_attention(loaded[name][0])
         return loaded[name]
 
+    def vllm_settings(role):
+        from .vllm_loading import engine_kwargs
+
+        return engine_kwargs(args, role)
+
+    def vllm_policy(name, role):
+        from .vllm_loading import engine_kwargs, start_llm
+        from .vllm_policy import VLLMStepPolicy
+
+        return VLLMStepPolicy(start_llm(model_folder(name), **engine_kwargs(args, role)), sampling, name=role)
+
+    backends = args.backends
     base = helper = scorer = None
-    if n_base:
+    if n_base and backends["base"] == "vllm":
+        base = vllm_policy(args.base, "base")
+    elif n_base:
         eviction = EvictionPolicy(args.budget, args.eviction, args.buffer, args.window) if args.evicts else None
         base_model, base_tokenizer = model(args.base)
         base = HFPolicy(base_model, base_tokenizer, sampling, partial(new_cache, base_model, eviction), name="base",
                         batch_problems=True)
-    if n_helper:
+    if n_helper and backends["helper"] == "vllm":
+        helper = vllm_policy(args.helper, "helper")
+    elif n_helper:
         helper_model, helper_tokenizer = model(args.helper)
         helper = HFPolicy(helper_model, helper_tokenizer, sampling, partial(new_cache, helper_model, None),
                           name="helper", batch_problems=True)
@@ -82,9 +99,14 @@ def build_components(args: ModelArgs):
             "path": lambda: model_folder(args.prm),
             "dtype": lambda: str(torch_dtype(args.dtype, args.device)).removeprefix("torch."),
             "device": lambda: args.device,
+            "engine_kwargs": lambda: vllm_settings("prm"),
         }
-        resources = {name: offered[name]() for name in scorer_resources(args.scorer)}
-        scorer = build_scorer(args.scorer, **resources, **args.scorer_options)
+        # prm_backend=vllm: the same rewards from the scorer's vLLM variant
+        name = VLLM_VARIANTS[args.scorer] if backends.get("prm") == "vllm" else args.scorer
+        resources = {resource: offered[resource]() for resource in scorer_resources(name)}
+        settings = resources.pop("engine_kwargs", {})
+        options = args.scorer_options if name == args.scorer else {}  # options were read for args.scorer
+        scorer = build_scorer(name, **resources, **settings, **options)
     config = EngineConfig(n_base=n_base, n_helper=n_helper, max_steps=args.max_steps,
                           max_step_tokens=args.max_step_tokens, max_context=args.max_context,
                           max_problems_in_flight=args.max_problems_in_flight, seed=args.seed,

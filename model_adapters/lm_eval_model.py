@@ -153,7 +153,8 @@ class KVRescueLM(LM):
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
             "seed_source": self.seed_source,
             "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,
-            **detector_info(a), "totals": totals, "run": self._run_info()}}
+            **detector_info(a), "backends": a.backends, "vllm_statistics": self._vllm_statistics(),
+            "totals": totals, "run": self._run_info()}}
 
     def _run_info(self) -> dict:
         """What happened in this process: problems resumed from the journal or generated, out-of-memory
@@ -162,6 +163,10 @@ class KVRescueLM(LM):
 
         return {**{key: int(self.run_stats[key]) for key in ("resumed", "generated", "oom_retries")},
                 "max_problems_in_flight": self.config.max_problems_in_flight, "grader_timeouts": SANDBOX.killed}
+
+    def _vllm_statistics(self) -> dict:
+        """Per vLLM policy, its prefix-cache figures (model_adapters/vllm_policy.py)."""
+        return {p.name: p.statistics() for p in (self.base, self.helper) if hasattr(p, "statistics")}
 
 
 def detector_info(args) -> dict:

@@ -24,8 +24,10 @@ from kvrescue_eval.detector import DetectorConfig
 from kvrescue_eval.engine.config import MODES
 
 from .presets import DEFAULT_PRESET, PRESETS
+from .scorers import VLLM_VARIANTS
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+BACKENDS = ("hf", "vllm")  # transformers (token-level, in the engine's loop) or vLLM (step-level, beside it)
 # lm-eval passes these from its own command line; batching is `max_problems_in_flight`.
 LM_EVAL_EXTRAS = ("batch_size", "max_batch_size")
 # The paper uses early exit in KV-Rescue only: its best-of-N and full-KV baselines have none (Table 2).
@@ -71,10 +73,35 @@ class ModelArgs:
     # Run journal (docs/resume.md): finished problems on disk, so a rerun resumes. Default: beside
     # lm-eval's --output_path when given; "off": none. Not part of a result's identity.
     journal: str | None = None
+    # Which library runs each role. The base evicts, which vLLM cannot: base_backend=vllm needs mode full.
+    helper_backend: str = "hf"
+    prm_backend: str = "hf"         # for scorer=qwen-prm
+    base_backend: str = "hf"
+    # vLLM engine settings (passed to every vLLM engine when set; model_adapters/vllm_loading.py)
+    vllm_gpu_memory_utilization: float | None = None  # share of GPU memory per engine (GPU default per role)
+    vllm_kv_cache_memory_bytes: int | None = None     # KV cache size per engine (CPU default 1 GiB)
+    vllm_tensor_parallel_size: int | None = None
+    vllm_max_model_len: int | None = None
+    vllm_enforce_eager: bool | None = None
+    vllm_max_num_seqs: int | None = None
+    vllm_block_size: int | None = None
+    vllm_quantization: str | None = None
     evictor_options: dict = field(default_factory=dict)  # options of the evictor class, as given
     scorer_options: dict = field(default_factory=dict)   # options of the scorer factory, as given
     # The evictor object, built once from `evictor` and `evictor_options` (None when the mode does not evict).
     eviction: object = field(default=None, compare=False, repr=False)
+
+    @property
+    def backends(self) -> dict:
+        """role -> backend of the roles this run uses ("base", "helper", "prm")."""
+        n_base, n_helper = self.counts
+        roles = {"base": (n_base, self.base_backend), "helper": (n_helper, self.helper_backend),
+                 "prm": (n_base + n_helper > 1 and self.scorer in VLLM_VARIANTS, self.prm_backend)}
+        return {role: backend for role, (used, backend) in roles.items() if used}
+
+    @property
+    def uses_vllm(self) -> bool:
+        return "vllm" in self.backends.values() or self.scorer in VLLM_VARIANTS.values()
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -114,7 +141,11 @@ class ModelArgs:
 _PLUGIN_FIELDS = ("evictor_options", "scorer_options", "eviction")
 NAMES = tuple(f.name for f in fields(ModelArgs) if f.name not in _PLUGIN_FIELDS)
 NUMERIC = {**{f.name: type(f.default) for f in fields(ModelArgs) if type(f.default) in (int, float)},
-           "n_base": int, "n_helper": int}
+           "n_base": int, "n_helper": int, "vllm_gpu_memory_utilization": float, "vllm_kv_cache_memory_bytes": int,
+           "vllm_tensor_parallel_size": int, "vllm_max_model_len": int, "vllm_max_num_seqs": int,
+           "vllm_block_size": int}
+BOOLEAN = ("vllm_enforce_eager",)
+VLLM_SETTINGS = tuple(name for name in NAMES if name.startswith("vllm_"))
 
 
 def parse_model_args(raw: dict) -> ModelArgs:
@@ -173,6 +204,10 @@ def _convert(name: str, value):
             raise ValueError(f"model_arg detector={value!r} is invalid; valid: on, off "
                              f"(default: {', '.join(f'{v} for {m}' for m, v in DETECTOR_DEFAULT.items())})")
         return DETECTOR_SWITCH[key]
+    if name in BOOLEAN and value is not None:
+        if isinstance(value, bool) or str(value).lower() in ("true", "false"):
+            return value if isinstance(value, bool) else str(value).lower() == "true"
+        raise ValueError(f"model_arg {name}={value!r} must be true or false")
     if value is None or name not in NUMERIC:
         return None if value is None else str(value)
     return _to_number(name, value, NUMERIC[name])
@@ -249,6 +284,7 @@ def validate(args: ModelArgs) -> None:
     if args.dtype not in DTYPES:
         bad("dtype", ", ".join(DTYPES))
     validate_detector(args)
+    validate_backends(args)
 
 
 def validate_detector(args: ModelArgs) -> None:
@@ -261,3 +297,33 @@ def validate_detector(args: ModelArgs) -> None:
     for name, (lowest, valid) in limits.items():
         if not getattr(args, name) >= lowest:  # also refuses nan
             raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")
+
+
+def validate_backends(args: ModelArgs) -> None:
+    """Backends and vLLM settings; asking for vLLM without it installed fails here, before loading."""
+    def bad(name, valid):
+        raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")
+
+    for name in ("helper_backend", "prm_backend", "base_backend"):
+        if getattr(args, name) not in BACKENDS:
+            bad(name, ", ".join(BACKENDS))
+    if args.backends.get("base") == "vllm" and args.evicts:
+        bad("base_backend", f"hf in mode {args.mode} (vLLM has no per-request KV eviction); "
+                            f"vllm only for a base that keeps its full KV cache (mode full)")
+    if args.prm_backend == "vllm" and args.scorer not in VLLM_VARIANTS:
+        bad("prm_backend", f"hf with scorer={args.scorer} (prm_backend=vllm serves scorer "
+                           f"{', '.join(VLLM_VARIANTS)})")
+    given = [name for name in VLLM_SETTINGS if getattr(args, name) is not None]
+    if given and not args.uses_vllm:
+        raise ValueError(f"model_arg(s) {given} set vLLM engine settings but no role runs on vLLM; "
+                         f"set helper_backend, prm_backend or base_backend to vllm")
+    if args.vllm_gpu_memory_utilization is not None and not 0 < args.vllm_gpu_memory_utilization <= 1:
+        bad("vllm_gpu_memory_utilization", "a number in (0, 1]")
+    for name in ("vllm_kv_cache_memory_bytes", "vllm_tensor_parallel_size", "vllm_max_model_len",
+                 "vllm_max_num_seqs", "vllm_block_size"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            bad(name, "an integer >= 1")
+    if args.uses_vllm:
+        from .vllm_loading import require_vllm
+
+        require_vllm()

@@ -6,10 +6,21 @@ drives rows one token at a time, so it can stop, abort and replace them between 
 may batch the rows of many problems in one forward pass however its cache allows.
 
 Implementations: `kvrescue_eval.model_adapters.hf_policy.HFPolicy` (transformers, with or without
-KV eviction). A vLLM policy would implement the same methods.
+KV eviction).
+
+A `StepPolicy` works a whole step at a time instead: asked for the candidates of a step, it returns
+them finished (ended at "\n\n", at EOS or at the token cap). The engine calls `propose` off the
+critical path, on a background thread, while it decodes the token-level policy's rows. Its candidates
+are never screened by the degeneration detector (the engine sees no per-token entropy). The base
+under eviction is always token-level; a full-KV helper (or a full-KV base) may be either.
+Implementations: `kvrescue_eval.model_adapters.vllm_policy.VLLMStepPolicy`, and
+`kvrescue_eval.engine.stepped.SteppedPolicy` (any token-level policy driven a step at a time).
 """
 
-from typing import Hashable, Protocol, Sequence
+from dataclasses import dataclass
+from typing import Hashable, Protocol, Sequence, runtime_checkable
+
+STEP_FINISHES = ("stop", "eos", "length")  # ended at "\n\n", at an EOS token, at the token cap
 
 Conversation = Sequence[dict]  # [{"role": "system"|"user"|"assistant", "content": str}, ...]
 
@@ -43,6 +54,56 @@ class Policy(Protocol):
     def append(self, key: Hashable, text: str, token_ids: Sequence[int] | None = None) -> list[int]:
         """Extend the committed state by a step from elsewhere (ids when tokenizers are shared,
         else the text is tokenized); all rows of the problem are dropped. Returns the ids appended."""
+
+    def decode_text(self, token_ids: Sequence[int]) -> str:
+        """Text of a sequence of this policy's tokens."""
+
+    def release(self, key: Hashable) -> None:
+        """Forget the problem."""
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    key: Hashable                 # the problem: candidates continue its committed state
+    seeds: Sequence[int]          # one candidate per seed, each drawn with its own random stream
+    max_tokens: int               # token cap of every candidate (EOS included)
+
+
+@dataclass(frozen=True)
+class StepCandidate:
+    token_ids: tuple              # the step's tokens, a final EOS excluded
+    text: str                     # decode_text(token_ids): everything the tokens spell, "\n\n" included
+    finish: str                   # one of STEP_FINISHES
+
+    @property
+    def generated(self) -> int:
+        """Tokens the policy generated for it (an EOS counts, as in token-level decoding)."""
+        return len(self.token_ids) + (self.finish == "eos")
+
+
+@runtime_checkable
+class StepPolicy(Protocol):
+    name: str
+    tokenizer_key: Hashable
+    eos_token_ids: frozenset
+
+    def start(self, key: Hashable, conversation: Conversation) -> int:
+        """Set up a new problem from its rendered prompt; return its length in tokens."""
+
+    def length(self, key: Hashable) -> int:
+        """Tokens of the committed state of `key` (prompt and committed steps)."""
+
+    def propose(self, requests: Sequence[StepRequest]) -> list[list[StepCandidate]]:
+        """The candidates of the next step of every request, one per seed, in seed order (blocking;
+        one batched call). Called from the engine's background thread while the other methods are
+        called from the main thread, never for a problem with a proposal in flight."""
+
+    def commit(self, key: Hashable, candidate: StepCandidate) -> None:
+        """The candidate (proposed for `key`) becomes the next committed step."""
+
+    def append(self, key: Hashable, text: str, token_ids: Sequence[int] | None = None) -> list[int]:
+        """Extend the committed state by a step from elsewhere (ids when tokenizers are shared, else
+        the text is tokenized). Returns the ids appended."""
 
     def decode_text(self, token_ids: Sequence[int]) -> str:
         """Text of a sequence of this policy's tokens."""

@@ -184,5 +184,5 @@ class _Faulty:
         return call
 
 
-POLICY_METHODS = ("start", "fork", "decode", "append", "commit")
+POLICY_METHODS = ("start", "fork", "decode", "propose", "append", "commit")
 SCORER_METHODS = ("score",)

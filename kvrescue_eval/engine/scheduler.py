@@ -18,23 +18,36 @@ it would without a detector, and the step counts in `stats["aborted_commits"]`.
 Candidates are scored in a fixed order: the base rows, then the helper rows, each in fork order; ties
 go to the first.
 
+Step-level policies (`StepPolicy`, e.g. the vLLM helper) and the scorer run off the critical path:
+at the start of a step the problem's proposal is queued for the policy's background worker, and a
+problem whose candidates are all in is queued for the scorer's; each worker hands everything queued in
+one iteration to ONE call (one batch) on its own thread, while this thread keeps decoding the
+token-level rows of every problem. A problem commits when its token-level rows are finished, its
+proposals have arrived and its scores are back. Candidates, their order, the commit rules and the
+statistics are those of token-level decoding: a step-level helper gives the same trajectory as a
+token-level helper that draws the same tokens (`SteppedPolicy` is one). Step-level candidates are never
+screened (no per-token entropy). `overlap=False` makes those calls in series, on this thread.
+
 Determinism: the random stream of a row depends only on (seed, problem key, role, step, candidate
 index), never on what else is in flight, so a problem's trajectory does not depend on batching
 except through floating-point differences of batched forward passes (see the policy).
 """
 
 from collections import deque
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Sequence
 
 from kvrescue_eval.detector import ENTROPY, GZIP, CandidateMonitor
+from kvrescue_eval.engine.background import BatchWorker
 from kvrescue_eval.engine.config import STEP_SEPARATOR, EngineConfig
-from kvrescue_eval.engine.policy import Conversation, Policy
+from kvrescue_eval.engine.policy import Conversation, Policy, StepCandidate, StepPolicy, StepRequest
 from kvrescue_eval.engine.sampling import stream_seed
 from kvrescue_eval.engine.scoring import ScoreRequest, StepScorer
 from kvrescue_eval.stats import STAT_KEYS
 
 BASE, HELPER = "base", "helper"
+ROLES = (BASE, HELPER)  # candidate order: base rows first, then the helper's
 DEFAULT_SYSTEM = ScoreRequest.__dataclass_fields__["system"].default
 
 
@@ -67,7 +80,7 @@ class Result:
 @dataclass
 class Candidate:
     role: str
-    row: Hashable
+    row: Hashable                  # a token-level policy's row, or a step-level policy's StepCandidate
     cap: int                       # token budget of this step
     monitor: CandidateMonitor | None
     tokens: list[int] = field(default_factory=list)
@@ -90,6 +103,8 @@ class ProblemState:
     sources: list = field(default_factory=list)
     step_ids: list = field(default_factory=list)
     candidates: list = field(default_factory=list)
+    proposals: dict = field(default_factory=dict)   # role -> Future of a step-level policy's candidates
+    scoring: tuple | None = None                    # (pool, Future of the scorer's scores for it)
     stats: dict = field(default_factory=lambda: dict.fromkeys(STAT_KEYS + ("aborted_commits",), 0))
     finish_reason: str | None = None
 
@@ -98,12 +113,12 @@ class ProblemState:
         return self.problem.key
 
     def step_finished(self) -> bool:
-        return all(c.done for c in self.candidates)
+        return not self.proposals and self.scoring is None and all(c.done for c in self.candidates)
 
 
 class Engine:
     def __init__(self, base: Policy | None, helper: Policy | None, scorer: StepScorer | None,
-                 config: EngineConfig, on_event: Callable[..., None] | None = None):
+                 config: EngineConfig, on_event: Callable[..., None] | None = None, overlap: bool = True):
         if config.n_base and base is None or config.n_helper and helper is None:
             raise ValueError(f"n_base={config.n_base} needs a base policy and n_helper={config.n_helper} "
                              f"a helper policy")
@@ -120,23 +135,67 @@ class Engine:
         self.share_ids = (base is not None and helper is not None
                           and base.tokenizer_key == helper.tokenizer_key)
         self.on_event = on_event or (lambda *args, **kwargs: None)
+        self.overlap = overlap  # False: step-level policies and the scorer are called in series
+        self.stepped = {role: p for role, p in self.policies.items() if isinstance(p, StepPolicy)}
+        self.workers: dict[str, BatchWorker] = {}
 
     # -- the scheduler loop --------------------------------------------------------------------
     def run(self, problems: Sequence[Problem]) -> list[Result]:
         queue = deque(enumerate(problems))
         in_flight: dict[int, ProblemState] = {}
         results: list[Result | None] = [None] * len(problems)
-        while queue or in_flight:
-            while queue and len(in_flight) < self.config.max_problems_in_flight:
-                index, problem = queue.popleft()
-                in_flight[index] = self._start(index, problem)
-            live = [s for s in in_flight.values() if s.finish_reason is None]
-            self._decode_one_token(live)
-            self._score_and_commit([s for s in live if s.step_finished()])
-            for state in [s for s in in_flight.values() if s.finish_reason is not None]:
-                results[state.index] = self._finish(state)
-                del in_flight[state.index]
+        self.workers = {role: BatchWorker(policy.propose, name=role, background=self.overlap)
+                        for role, policy in self.stepped.items()}
+        if self.scorer is not None:
+            self.workers["scorer"] = BatchWorker(self.scorer.score, name="scorer", background=self.overlap)
+        try:
+            while queue or in_flight:
+                while queue and len(in_flight) < self.config.max_problems_in_flight:
+                    index, problem = queue.popleft()
+                    in_flight[index] = self._start(index, problem)
+                live = [s for s in in_flight.values() if s.finish_reason is None]
+                if not self._decode_one_token(live):
+                    self._wait_for_background(live)
+                self._collect(live)
+                for state in [s for s in in_flight.values() if s.finish_reason is not None]:
+                    results[state.index] = self._finish(state)
+                    del in_flight[state.index]
+        finally:
+            for worker in self.workers.values():
+                worker.close()
         return results
+
+    def worker_statistics(self) -> dict:
+        """Batched background calls of the last run, per worker: {"calls": ..., "items": ...}."""
+        return {name: {"calls": w.calls, "items": w.items} for name, w in self.workers.items()}
+
+    def _dispatch(self) -> None:
+        for worker in self.workers.values():
+            worker.dispatch()
+
+    def _wait_for_background(self, states: list[ProblemState]) -> None:
+        """Nothing to decode on this thread: hand over what is queued and wait for an answer."""
+        self._dispatch()
+        pending = [f for s in states for f in (*s.proposals.values(), *(s.scoring or ())[1:])]
+        if pending:
+            wait(pending, return_when=FIRST_COMPLETED)
+
+    def _collect(self, states: list[ProblemState]) -> None:
+        """Take the proposals and scores that have arrived; score finished steps; commit scored ones."""
+        for state in states:
+            for role, future in list(state.proposals.items()):
+                if future.done():
+                    del state.proposals[role]
+                    self._add_proposal(state, role, future.result())
+        self._submit_scoring([s for s in states if s.finish_reason is None and s.step_finished()])
+        if "scorer" in self.workers:
+            self.workers["scorer"].dispatch()  # in series, scores now, so they commit in this iteration
+        for state in states:
+            if state.scoring is not None and state.scoring[1].done():
+                pool, scores = state.scoring[0], state.scoring[1].result()
+                state.scoring = None
+                self._commit(state, pool[max(range(len(pool)), key=scores.__getitem__)])  # first of the best
+        self._dispatch()  # the proposals of the steps just begun
 
     def _start(self, index: int, problem: Problem) -> ProblemState:
         lengths = {role: p.start(problem.key, problem.conversation) for role, p in self.policies.items()}
@@ -160,19 +219,35 @@ class Engine:
                 state.finish_reason = "context"
                 return
             seeds = [stream_seed(config.seed, state.key, role, len(state.steps), i) for i in range(count)]
+            if role in self.stepped:
+                state.proposals[role] = self.workers[role].submit(StepRequest(state.key, seeds, cap))
+                continue
             screened = role == BASE and config.detector is not None  # helper candidates never are
             state.candidates += [Candidate(role, row, cap, CandidateMonitor(config.detector) if screened else None)
                                  for row in policy.fork(state.key, seeds)]
 
-    def _decode_one_token(self, states: list[ProblemState]) -> None:
+    def _decode_one_token(self, states: list[ProblemState]) -> bool:
+        """One token for every live row of the token-level policies; False when there was none."""
+        decoded = False
         for role, policy in self.policies.items():
             live = [(s, c) for s in states for c in s.candidates if c.role == role and not c.done]
-            if not live:
+            if not live or role in self.stepped:
                 continue
             tokens, entropies = policy.decode([c.row for _, c in live])
             self.on_event("decode", role=role, tokens=len(live))
+            decoded = True
             for (state, cand), token, entropy in zip(live, tokens, entropies):
                 self._advance(state, cand, policy, token, entropy)
+        return decoded
+
+    def _add_proposal(self, state: ProblemState, role: str, proposal: list[StepCandidate]) -> None:
+        cap = min(self.config.max_step_tokens, self.config.max_context - self.policies[role].length(state.key))
+        self.on_event("decode", role=role, tokens=sum(step.generated for step in proposal))
+        for step in proposal:
+            state.stats[f"{role}_tokens"] += step.generated
+            state.candidates.append(Candidate(role, step, cap, None, list(step.token_ids), step.text,
+                                              eos=step.finish == "eos", done=True))
+        state.candidates.sort(key=lambda c: ROLES.index(c.role))  # stable: each role keeps its order
 
     def _advance(self, state: ProblemState, cand: Candidate, policy: Policy, token: int, entropy: float):
         state.stats[f"{cand.role}_tokens"] += 1
@@ -194,19 +269,17 @@ class Engine:
                     policy.abort([cand.row])
 
     # -- selection and commit --------------------------------------------------------------------
-    def _score_and_commit(self, states: list[ProblemState]) -> None:
-        if not states:
-            return
-        # aborted candidates compete only when nothing else is left (N_h = 0, all aborted)
-        pools = [[c for c in s.candidates if c.aborted is None] or s.candidates for s in states]
-        scored = [(s, p) for s, p in zip(states, pools) if len(p) > 1]
-        scores = self.scorer.score([
-            ScoreRequest(key=s.key, question=s.problem.question, system=s.problem.system,
-                         steps=[step.removesuffix(STEP_SEPARATOR) for step in s.steps],
-                         candidates=[c.step_text for c in p]) for s, p in scored]) if scored else []
-        best = {id(s): p[max(range(len(p)), key=sc.__getitem__)] for (s, p), sc in zip(scored, scores)}
-        for state, pool in zip(states, pools):
-            self._commit(state, best.get(id(state), pool[0]))
+    def _submit_scoring(self, states: list[ProblemState]) -> None:
+        for state in states:
+            # aborted candidates compete only when nothing else is left (N_h = 0, all aborted)
+            pool = [c for c in state.candidates if c.aborted is None] or state.candidates
+            if len(pool) == 1:
+                self._commit(state, pool[0])
+                continue
+            request = ScoreRequest(key=state.key, question=state.problem.question, system=state.problem.system,
+                                   steps=[step.removesuffix(STEP_SEPARATOR) for step in state.steps],
+                                   candidates=[c.step_text for c in pool])
+            state.scoring = (pool, self.workers["scorer"].submit(request))
 
     def _commit(self, state: ProblemState, winner: Candidate) -> None:
         key, other_role = state.key, HELPER if winner.role == BASE else BASE

@@ -16,16 +16,21 @@ import inspect
 # so that listing names loads no framework.
 SCORERS = {
     "qwen-prm": ".qwen_prm:load_qwen_prm",
+    "qwen-prm-vllm": ".vllm_prm:load_vllm_qwen_prm",
     "helper-logprob": ".helper_logprob:HelperLogProbScorer",
 }
 
-# factory parameter -> the model_arg whose model the loader hands over (None: the run's own dtype / device)
+# scorer -> the scorer that computes the same rewards on vLLM (what prm_backend=vllm selects)
+VLLM_VARIANTS = {"qwen-prm": "qwen-prm-vllm"}
+
+# factory parameter -> the model_arg whose model the loader hands over (None: the run's own settings)
 RESOURCES = {
     "model": "helper",      # the helper's loaded transformers model (shared with the helper policy)
     "tokenizer": "helper",  # and its tokenizer
     "path": "prm",          # the local folder of the `prm` checkpoint
     "dtype": None,          # "float32", "bfloat16" or "float16", from model_arg dtype and the device
     "device": None,
+    "engine_kwargs": None,  # `**engine_kwargs`: the vLLM engine settings of the prm role (vllm_loading.py)
 }
 
 
@@ -61,6 +66,7 @@ def scorer_options(name: str) -> dict:
 
 def build_scorer(name: str, **kwargs):
     """qwen-prm: build_scorer("qwen-prm", path=..., dtype="bfloat16", device="cpu", use_prefix_cache=True)
+    qwen-prm-vllm: build_scorer("qwen-prm-vllm", path=..., dtype="float32", kv_cache_memory_bytes=...)  (vLLM)
     helper-logprob: build_scorer("helper-logprob", model=..., tokenizer=..., use_prefix_cache=True)"""
     factory = scorer_factory(name)
     parameters = inspect.signature(factory).parameters

