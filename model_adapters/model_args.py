@@ -311,8 +311,8 @@ def validate_backends(args: ModelArgs) -> None:
         bad("base_backend", f"hf in mode {args.mode} (vLLM has no per-request KV eviction); "
                             f"vllm only for a base that keeps its full KV cache (mode full)")
     if args.prm_backend == "vllm" and args.scorer not in VLLM_VARIANTS:
-        bad("prm_backend", f"hf with scorer={args.scorer} (prm_backend=vllm serves scorer "
-                           f"{', '.join(VLLM_VARIANTS)})")
+        bad("prm_backend", f"hf with scorer={args.scorer} (prm_backend=vllm serves "
+                           f"{', '.join(f'scorer={name}' for name in VLLM_VARIANTS)})")
     given = [name for name in VLLM_SETTINGS if getattr(args, name) is not None]
     if given and not args.uses_vllm:
         raise ValueError(f"model_arg(s) {given} set vLLM engine settings but no role runs on vLLM; "
