@@ -8,20 +8,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
 
-from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
+from tiny_models import save_tiny_model  # noqa: E402
 
 from kvrescue_eval.journal import JournalError  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny")
-    tokenizer = tiny_tokenizer()
-    model = tiny_model(tokenizer, scale=20.0)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
+    return str(save_tiny_model(tmp_path_factory.mktemp("tiny")))
 
 
 def make_lm(tiny_folder, **args):

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
 
-from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
+from tiny_models import save_tiny_model, tiny_tokenizer  # noqa: E402
 
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS, TextWithStats  # noqa: E402
 
@@ -62,13 +62,7 @@ def test_presets_resolve_and_model_args_override_them():
 
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("tiny")
-    tokenizer = tiny_tokenizer()
-    model = tiny_model(tokenizer, scale=20.0)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return str(folder)
+    return str(save_tiny_model(tmp_path_factory.mktemp("tiny")))
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
 
-from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
+from tiny_models import save_tiny_model  # noqa: E402
 
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS  # noqa: E402
 
@@ -46,12 +46,7 @@ def check_outputs(results, samples, task, stdout):
 
 
 def test_tiny_random_model_on_math500(tmp_path):
-    folder = tmp_path / "tiny"
-    tokenizer = tiny_tokenizer()
-    model = tiny_model(tokenizer, scale=20.0)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    folder = save_tiny_model(tmp_path / "tiny")
     args = (f"base={folder},helper={folder},scorer=helper-logprob,n=2,budget=16,buffer=8,max_steps=4,"
             "max_step_tokens=8")
     results, samples, stdout = lm_eval(tmp_path, args, "math500")

@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
 
-from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
+from tiny_models import save_tiny_model  # noqa: E402
 
 pytestmark = pytest.mark.slow
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
@@ -96,13 +96,7 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_results(tmp_path
 
 @pytest.fixture
 def tiny_folder(tmp_path):
-    folder = tmp_path / "tiny"
-    tokenizer = tiny_tokenizer()
-    model = tiny_model(tokenizer, scale=20.0)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_tiny_model(tmp_path / "tiny")
 
 
 def test_a_hanging_comparison_is_killed_counted_and_the_run_goes_on(tmp_path, tiny_folder):

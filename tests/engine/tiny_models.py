@@ -77,3 +77,13 @@ def with_filler_tokens(tokenizer, count: int):
     """Adds `count` ordinary tokens "<x0>", "<x1>", ... (to grow the vocabulary past e^7)."""
     tokenizer.add_tokens([f"<x{i}>" for i in range(count)])
     return tokenizer
+
+
+def save_tiny_model(folder):
+    """A tiny random model and its tokenizer saved as a loadable folder (EOS configured); returns it."""
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer, scale=20.0)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
