@@ -2,18 +2,21 @@
 
 Registered in transformers' `ALL_ATTENTION_FUNCTIONS` (and their mask builder in
 `ALL_MASK_ATTENTION_FUNCTIONS`), so a model uses them by name through its config: no model class is
-patched. Around the stock sdpa / the model's own eager attention they
-  1. mask cache slots that hold no token (padding from batching rows of different lengths),
-  2. record the chunk's positions and token validity in the cache layer,
-  3. capture the last `window` post-RoPE queries, and
-  4. evict after the step's attention, when the cache layer says so.
+patched. For a step on an `EvictingCache` they
+  1. take the mask from the cache layer (its slots that hold a token, causal inside the chunk),
+  2. attend over grouped KV heads without repeating them (sdpa with `enable_gqa`; the eager formula
+     with the query heads of a group stacked on the query axis), and
+  3. hand the step's post-RoPE queries to the layer, which captures the last `window` and evicts.
+Nothing here reads a tensor value back to the host: every decision uses the layer's host counters.
 
 With any other cache (or none) both the mask builder and the attention are transformers' own, so a
 model switched to ours can also serve plain `DynamicCache` batches (e.g. the helper-logprob scorer's).
 Which cache a step uses is told by handovers on this thread, since neither call receives the cache:
   - the mask builder: `EvictingLayer.get_mask_sizes`, which transformers calls right before building
     the mask, announces the sizes it returned; the builder serves our cache only when it was called with
-    exactly those sizes, and transformers' own builder otherwise;
+    exactly those sizes, and transformers' own builder otherwise. For our cache it returns the chunk's
+    token validity (batch, q) when the caller passed a 2-D `attention_mask`, else None: the slot mask
+    itself is the layer's to build;
   - the attention call: `EvictingLayer.update` runs right before the attention call of the same module
     and hands itself over; the call checks that the key tensor it received is the one that layer returned.
 """
@@ -56,59 +59,50 @@ def _take_layer(key: torch.Tensor):
     return layer if layer is not None and layer.keys is key else None
 
 
-def chunk_mask(batch_size: int, q_length: int, kv_length: int, attention_mask=None, device="cpu", **_) -> torch.Tensor:
-    """Boolean (batch, 1, q, kv) mask in physical slot space: every cached slot is visible, the chunk's
-    own slots (the last q) causally. A 2-D `attention_mask` marks which of the chunk's tokens are real:
-    its last q columns (right padding inside a chunk); the past is tracked by the cache itself."""
-    past = kv_length - q_length
-    slots = torch.arange(kv_length, device=device)
-    visible = slots[None, :] <= past + torch.arange(q_length, device=device)[:, None]
-    mask = visible[None, None].expand(batch_size, 1, q_length, kv_length)
-    if attention_mask is not None:
-        chunk_valid = attention_mask[:, -q_length:].to(device=device, dtype=torch.bool)
-        mask = mask & torch.nn.functional.pad(chunk_valid, (past, 0), value=True)[:, None, None, :]
-    return mask
-
-
 def _evicting_mask(base: str):
-    """Our chunk mask for an `EvictingCache`, transformers' own `base` mask builder for any other cache."""
+    """For an `EvictingCache`: the chunk's token validity (batch, q) from a 2-D `attention_mask` (its last q
+    columns: right padding inside a chunk, left padding of prompts), or None. Any other cache: transformers'
+    own `base` mask builder."""
     stock = STOCK_MASKS[base]
 
     def mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, **kwargs):
         if _mask_is_for_evicting_cache(kv_length, kv_offset):
-            return chunk_mask(batch_size, q_length, kv_length, kwargs.get("attention_mask"), kwargs.get("device", "cpu"))
+            attention_mask = kwargs.get("attention_mask")
+            if attention_mask is None:
+                return None
+            return attention_mask[:, -q_length:].to(dtype=torch.bool).expand(batch_size, q_length)
         return stock(batch_size, q_length, kv_length, q_offset, kv_offset, **kwargs)
 
     mask.__name__ = f"{IMPLEMENTATIONS[base]}_mask"
     return mask
 
 
-def _as_bool(mask: torch.Tensor | None) -> torch.Tensor | None:
-    if mask is None or mask.dtype == torch.bool:
-        return mask
-    return mask > torch.finfo(mask.dtype).min / 2
+def grouped_sdpa(query, key, value, mask, scaling):
+    """torch's sdpa over grouped KV heads (`enable_gqa`: no repeated key/value heads are materialised)."""
+    group = query.shape[1] // key.shape[1]
+    output = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=mask, scale=scaling, enable_gqa=group > 1)
+    return output.transpose(1, 2).contiguous(), None
 
 
-def _slot_mask(layer, mask: torch.Tensor | None, q_length: int) -> torch.Tensor | None:
-    """The chunk mask restricted to the layer's valid slots; every token sees at least itself, so
-    padded tokens never produce NaN (their outputs are unused)."""
-    valid = layer.valid
-    if q_length == 1 and bool(valid.all()):
-        return None
-    physical = valid.shape[-1]
-    if mask is None:
-        mask = chunk_mask(valid.shape[0], q_length, physical, device=valid.device)
-    mask = mask & valid[:, None, None, :]
-    own_slot = torch.zeros(q_length, physical, dtype=torch.bool, device=valid.device)
-    own_slot[torch.arange(q_length), torch.arange(physical - q_length, physical)] = True
-    return mask | own_slot
+def grouped_eager(query, key, value, mask, scaling):
+    """transformers' eager formula (logits * scaling + additive mask, float32 softmax) with the `group` query
+    heads of each KV head stacked on the query axis, so keys and values are read once per KV head."""
+    batch, heads, q_length, dim = query.shape
+    kv_heads = key.shape[1]
+    group = heads // kv_heads
+    stacked = query.reshape(batch, kv_heads, group * q_length, dim)
+    logits = torch.matmul(stacked, key.transpose(2, 3)) * scaling
+    if mask is not None:
+        additive = torch.zeros(mask.shape, dtype=logits.dtype, device=mask.device).masked_fill_(
+            ~mask, torch.finfo(logits.dtype).min)                  # (batch, 1, q, L), same for every head
+        logits = (logits.view(batch, kv_heads, group, q_length, -1) + additive[:, :, None]).view_as(logits)
+    weights = torch.nn.functional.softmax(logits, dim=-1, dtype=torch.float32).to(query.dtype)
+    output = torch.matmul(weights, value).view(batch, heads, q_length, dim)
+    return output.transpose(1, 2).contiguous(), weights.view(batch, heads, q_length, -1)
 
 
-def _additive(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """Eager attention adds its mask to the logits: a boolean mask would add 0/1, so make it 0/-inf."""
-    if mask is None:
-        return None
-    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, torch.finfo(dtype).min)
+GROUPED = {"sdpa": grouped_sdpa, "eager": grouped_eager}
 
 
 def _model_eager_attention(module):
@@ -119,17 +113,18 @@ def _model_eager_attention(module):
 
 
 def _evicting_attention(base: str):
-    def attention(module, query, key, value, attention_mask, **kwargs):
-        stock = _model_eager_attention(module) if base == "eager" else sdpa_attention_forward
+    def attention(module, query, key, value, attention_mask, scaling=None, **kwargs):
         layer = _take_layer(key)
         if layer is None:   # another cache, or none: transformers' attention with transformers' mask
-            return stock(module, query, key, value, attention_mask, **kwargs)
-        mask = _as_bool(attention_mask)
+            stock = _model_eager_attention(module) if base == "eager" else sdpa_attention_forward
+            return stock(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
+        if attention_mask is not None and attention_mask.dim() != 2:
+            raise ValueError(f"an EvictingCache takes a 2-D attention_mask (batch, tokens) marking real tokens; "
+                             f"got a prepared mask of shape {tuple(attention_mask.shape)}")
         q_length = query.shape[2]
-        chunk_valid = None if mask is None else mask[:, 0, -1, -q_length:]
-        layer.record_chunk(q_length, chunk_valid, kwargs.get("position_ids"))
-        mask = _slot_mask(layer, mask, q_length)
-        output = stock(module, query, key, value, _additive(mask, query.dtype) if base == "eager" else mask, **kwargs)
+        layer.record_chunk(q_length, attention_mask, kwargs.get("position_ids"))
+        scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
+        output = GROUPED[base](query, key, value, layer.slot_mask(q_length), scaling)
         layer.after_attention(query)
         return output
 

@@ -23,6 +23,7 @@ import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
 from .evicting_attention import announce_mask_sizes, hand_over, use_evicting_attention
+from .kv_slots import SlotStore, device_index
 
 
 @dataclass(frozen=True)
@@ -65,131 +66,133 @@ class EvictionPolicy:
 
 
 class EvictingLayer(DynamicLayer):
-    """One layer's keys/values (batch, kv_heads, slots, dim) plus, per slot, `positions` (batch,
-    kv_heads, slots) and `valid` (batch, slots); `seen` (batch,) counts the row's tokens; `queries`
-    (batch, q_heads, <= window, dim) are the row's last post-RoPE queries, `query_valid` marks them."""
+    """One layer of the cache: the preallocated slots (`kv_slots.SlotStore`), the last `window` post-RoPE
+    queries of every row (batch, q_heads, window, dim; chronological), and the compression schedule.
+
+    Each row follows its own schedule, as if it were alone: it is compressed after the step's attention
+    when it holds budget + buffer slots (or, in its first chunk, more than the budget). Every decision
+    uses host integers, so a decode step and a compression never wait for the device."""
 
     is_croppable = False
 
-    def __init__(self, policy: EvictionPolicy | None = None):
+    def __init__(self, policy: EvictionPolicy | None = None, store: SlotStore | None = None, queries=None):
         super().__init__()
-        self.policy = policy
-        self.positions = self.valid = self.seen = self.queries = self.query_valid = None
+        self.policy, self.store, self.queries = policy, store, queries
         self._awaiting_attention = False
-        self._fresh = None
+        self._seen_before = self._chunk_valid = None
+        if store is not None:
+            self._expose()
+
+    def _expose(self) -> None:
+        """Point transformers' `keys`/`values` at the slots in use."""
+        store = self.store
+        self.keys, self.values = store.keys, store.values
+        self.dtype, self.device, self.is_initialized = store.key_slots.dtype, store.device, True
+
+    @property
+    def positions(self) -> torch.Tensor:
+        """(batch, kv_heads, physical) token position of every slot in use (-1: holds none)."""
+        return self.store.positions
+
+    @property
+    def valid(self) -> torch.Tensor:
+        return self.store.valid
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        self.dtype, self.device = key_states.dtype, key_states.device
         batch, heads = key_states.shape[:2]
-        self.keys = key_states.new_zeros(batch, heads, 0, key_states.shape[-1])
-        self.values = value_states.new_zeros(batch, heads, 0, value_states.shape[-1])
-        self.positions = torch.zeros(batch, heads, 0, dtype=torch.long, device=self.device)
-        self.valid = torch.zeros(batch, 0, dtype=torch.bool, device=self.device)
-        self.seen = torch.zeros(batch, dtype=torch.long, device=self.device)
-        self.is_initialized = True
+        bound = self.policy.max_slots if self.policy is not None else None
+        self.store = SlotStore.empty(batch, heads, key_states.shape[-1], value_states.shape[-1], key_states.dtype,
+                                     key_states.device, bound, key_states.shape[2])
+        self._expose()
 
     def update(self, key_states, value_states, *args, **kwargs):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
-        batch, heads, q_length = key_states.shape[:3]
-        self._fresh = self.seen == 0
-        steps = torch.arange(q_length, device=self.device)
-        self.keys = torch.cat([self.keys, key_states], dim=-2)
-        self.values = torch.cat([self.values, value_states], dim=-2)
-        new_positions = (self.seen[:, None] + steps)[:, None, :].expand(batch, heads, q_length)
-        self.positions = torch.cat([self.positions, new_positions], dim=-1)
-        self.valid = torch.cat([self.valid, self.valid.new_ones(batch, q_length)], dim=-1)
-        self.seen = self.seen + q_length
+        self._seen_before = self.store.seen
+        self.store.append(key_states, value_states)
+        self._expose()
         self._awaiting_attention = True
         hand_over(self)
         return self.keys, self.values
 
     def record_chunk(self, q_length: int, chunk_valid: torch.Tensor | None, position_ids: torch.Tensor | None) -> None:
         """Called by the attention wrapper: which of the chunk's tokens are real, at which positions."""
-        batch = self.valid.shape[0]
-        if chunk_valid is not None and not bool(chunk_valid.all()):
-            chunk_valid = chunk_valid.expand(batch, q_length)
-            self.valid[:, -q_length:] = chunk_valid
-            self.seen = self.seen - (~chunk_valid).sum(-1)
+        before = self._seen_before
+        if position_ids is not None and position_ids.shape[0] == 1 and len(set(before)) > 1:
+            raise ValueError(f"rows of this batch have seen different numbers of tokens ({before}): "
+                             "pass per-row position_ids=cache.next_positions(q_length) to the forward call")
+        self._chunk_valid = chunk_valid
+        if chunk_valid is not None:
+            self.store.mark_padding(chunk_valid)
         if position_ids is not None:
-            before = self.seen - self.valid[:, -q_length:].sum(-1)
-            if position_ids.shape[0] == 1 and batch > 1 and bool((before != before[0]).any()):
-                raise ValueError(f"rows of this batch have seen different numbers of tokens ({before.tolist()}): "
-                                 "pass per-row position_ids=cache.next_positions(q_length) to the forward call")
-            self.positions[..., -q_length:] = position_ids.expand(batch, q_length)[:, None, :]
+            self.store.write_positions(position_ids)
+
+    def slot_mask(self, q_length: int) -> torch.Tensor | None:
+        return self.store.mask(q_length)
 
     def after_attention(self, query: torch.Tensor) -> None:
-        """Called by the attention wrapper once this step's attention is done: capture, maybe evict.
-
-        Each row follows its own schedule, as if it were alone: it is compressed when its own token
-        count reaches budget + buffer (or, in its first chunk, exceeds the budget)."""
+        """Called by the attention wrapper once this step's attention is done: capture, maybe evict."""
         self._awaiting_attention = False
+        chunk_valid, self._chunk_valid = self._chunk_valid, None
         if self.policy is None:
+            if chunk_valid is not None:
+                self.store.right_align()
             return
-        self._capture_queries(query)
-        counts = self.valid.sum(-1)
-        need = counts >= self.policy.max_slots
-        if self.policy.compress_prompt:
-            need |= self._fresh & (counts > self.policy.budget)
-        if bool(need.any()) or self.keys.shape[-2] >= self.policy.max_slots:
-            self._compress(need, counts)
+        self._capture_queries(query, chunk_valid)
+        policy, counts = self.policy, self.store.counts
+        need = [row for row, count in enumerate(counts)
+                if count >= policy.max_slots or (policy.compress_prompt and self._seen_before[row] == 0
+                                                 and count > policy.budget)]
+        if need or chunk_valid is not None:
+            self._compress(need, holes=chunk_valid is not None)
+        self._expose()
 
-    def _capture_queries(self, query: torch.Tensor) -> None:
-        q_length = query.shape[2]
-        chunk_valid = self.valid[:, -q_length:]
-        if self.queries is None:
-            queries, valid = query, chunk_valid
-        else:
-            queries, valid = torch.cat([self.queries, query], dim=2), torch.cat([self.query_valid, chunk_valid], -1)
-        window = self.policy.window
-        if bool(valid.all()) or queries.shape[2] <= window:
-            self.queries, self.query_valid = queries[:, :, -window:], valid[:, -window:]
+    def _capture_queries(self, query: torch.Tensor, chunk_valid: torch.Tensor | None) -> None:
+        """Keep each row's last `window` real queries, oldest first (a row that has seen fewer holds zeros
+        before them; it cannot be compressed before it has seen more than the budget)."""
+        window, q_length = self.policy.window, query.shape[2]
+        ring = self.queries if self.queries is not None else query.new_zeros(query.shape[:2] + (window, query.shape[3]))
+        if chunk_valid is None:
+            self.queries = (torch.cat([ring[:, :, q_length:], query], dim=2) if q_length < window
+                            else query[:, :, -window:].contiguous())
             return
+        queries = torch.cat([ring, query], dim=2)
+        valid = torch.cat([chunk_valid.new_ones(chunk_valid.shape[0], window), chunk_valid], dim=-1)
         order = torch.where(valid, torch.arange(valid.shape[-1], device=valid.device), -1)
         newest = order.topk(window, dim=-1).indices.sort(dim=-1).values
         self.queries = queries.gather(2, newest[:, None, :, None].expand(-1, queries.shape[1], -1, queries.shape[3]))
-        self.query_valid = valid.gather(1, newest)
 
-    def _compress(self, need: torch.Tensor, counts: torch.Tensor) -> None:
-        """Rows in `need` keep `budget` slots per KV head; every row drops its invalid slots. Kept
-        slots are right-aligned in ascending order, invalid ones (masked, content unused) on the left."""
-        batch, heads, physical = self.keys.shape[:3]
-        budget = self.policy.budget
-        steps = torch.arange(physical, device=self.device)
-        order = torch.argsort(self.valid.long() * physical + steps, dim=-1)   # invalid first, then valid slots
-        width = int(torch.where(need, torch.clamp(counts, max=budget), counts).max())
-        kept = order[:, None, -width:].expand(batch, heads, width).clone()
-        valid = self.valid.gather(1, order[:, -width:])
-        for count in torch.unique(counts[need]).tolist():
-            rows = (need & (counts == count)).nonzero().squeeze(-1)
-            slots = order[rows, -count:][:, None, :].expand(-1, heads, -1)
-            keys = self.keys[rows].gather(2, slots[..., None].expand(-1, -1, -1, self.keys.shape[-1]))
-            chosen = slots.gather(2, self._kept(self.queries[rows], keys))
-            kept[rows] = torch.nn.functional.pad(chosen, (width - budget, 0))
-            valid[rows] = steps[:width] >= width - budget
-        self._gather_slots(kept, valid)
+    def _compress(self, need: list[int], holes: bool) -> None:
+        """Rows in `need` keep `budget` slots per KV head, chosen by `kept_indices` on their last `window`
+        queries; every row's tokens end right-aligned in the first max(counts) columns."""
+        store, budget = self.store, self.policy.budget
+        batch, heads, width = store.batch, store.key_slots.shape[1], store.width
+        counts = [min(count, budget) if row in need else count for row, count in enumerate(store.counts)]
+        new_width = max(counts)
+        steps = torch.arange(width, device=store.device)
+        order = (torch.argsort(store.valid.long() * width + steps, dim=-1) if holes   # holes first, then tokens
+                 else steps.expand(batch, width))
+        index = order[:, None, width - new_width:].expand(batch, heads, new_width).clone()
+        for count in sorted({store.counts[row] for row in need}):
+            rows = [row for row in need if store.counts[row] == count]
+            picked = slice(None) if len(rows) == batch else device_index(rows, store.device)
+            slots = order[picked, None, width - count:].expand(-1, heads, count)
+            keys = store.key_slots[picked, :, :width].gather(2, slots[..., None].expand(-1, -1, -1, store.key_slots.shape[-1]))
+            chosen = slots.gather(2, self._kept(self.queries[picked], keys))
+            index[picked] = torch.nn.functional.pad(chosen, (new_width - budget, 0))
+        store.rearrange(index, counts)
 
     def _kept(self, queries, keys) -> torch.Tensor:
         from kvrescue_eval.eviction import select_kept
 
         return select_kept(self.policy.evictor, queries, keys, budget=self.policy.budget, window=self.policy.window)
 
-    def _gather_slots(self, kept: torch.Tensor, valid: torch.Tensor) -> None:
-        def take(tensor):
-            return tensor.gather(2, kept[..., None].expand(-1, -1, -1, tensor.shape[-1]))
-
-        self.keys, self.values = take(self.keys), take(self.values)
-        self.positions = self.positions.gather(2, kept).masked_fill(~valid[:, None, :], -1)
-        self.valid = valid
-
     def get_seq_length(self) -> int:
         """The logical length: tokens seen (the longest row's, in a batch of different lengths)."""
-        if not self.is_initialized or self.seen.numel() == 0:
-            return 0
-        return int(self.seen.max())
+        return max(self.store.seen, default=0) if self.is_initialized else 0
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        physical = self.keys.shape[-2] if self.is_initialized else 0
+        physical = self.store.width if self.is_initialized else 0
         sizes = physical + query_length, self.get_seq_length() - physical
         announce_mask_sizes(*sizes)
         return sizes
@@ -198,62 +201,47 @@ class EvictingLayer(DynamicLayer):
         raise NotImplementedError("an evicting cache cannot be cropped; fork it (cache.fork) before trying tokens")
 
     # Rows. All of these build new tensors: a cache made from another never shares mutable state.
-    def rows(self, indices: torch.Tensor) -> "EvictingLayer":
-        """A new layer with the rows `indices` (in that order), leading all-invalid slots trimmed."""
-        layer = EvictingLayer(self.policy)
+    def rows(self, indices) -> "EvictingLayer":
+        """A new layer with the rows `indices` (host ints, in that order)."""
         if not self.is_initialized:
-            return layer
-        indices = torch.as_tensor(indices, device=self.device)
-        layer.dtype, layer.device, layer.is_initialized = self.dtype, self.device, True
-        valid = self.valid[indices]
-        lead = int((~valid).all(0).long().cumprod(0).sum()) if valid.shape[0] else 0
-        layer.keys, layer.values = self.keys[indices, :, lead:], self.values[indices, :, lead:]
-        layer.positions, layer.valid, layer.seen = self.positions[indices, :, lead:], valid[:, lead:], self.seen[indices]
-        if self.queries is not None:
-            layer.queries, layer.query_valid = self.queries[indices], self.query_valid[indices]
-        return layer
+            return EvictingLayer(self.policy)
+        indices = _host_ints(indices)
+        queries = self.queries[device_index(indices, self.device)] if self.queries is not None else None
+        return EvictingLayer(self.policy, self.store.rows(indices), queries)
 
     @staticmethod
     def concat(layers: list["EvictingLayer"]) -> "EvictingLayer":
-        """Rows of all `layers` in order; shorter ones are left-padded with invalid slots."""
+        """Rows of all `layers` in order; narrower ones are left-padded with empty slots."""
         if not all(layer.is_initialized for layer in layers):
             raise ValueError("concat needs caches that have seen at least one forward pass")
-        out = EvictingLayer(layers[0].policy)
-        out.dtype, out.device, out.is_initialized = layers[0].dtype, layers[0].device, True
-        def left_pad(name, value=0, dim=-1):
-            tensors = [getattr(layer, name) for layer in layers]
-            sizes = [t.shape[dim] for t in tensors]
-            pad = [(0, 0) * (-dim - 1) + (max(sizes) - size, 0) for size in sizes]
-            return torch.cat([torch.nn.functional.pad(t, p, value=value) for t, p in zip(tensors, pad)])
-
-        out.keys, out.values = left_pad("keys", dim=-2), left_pad("values", dim=-2)
-        out.positions, out.valid = left_pad("positions", -1), left_pad("valid", False)
-        out.seen = torch.cat([layer.seen for layer in layers])
-        if layers[0].policy is not None and all(layer.queries is not None for layer in layers):
-            out.queries, out.query_valid = left_pad("queries", dim=-2), left_pad("query_valid", False)
-        return out
+        queries = ([layer.queries for layer in layers] if all(layer.queries is not None for layer in layers)
+                   else None)
+        return EvictingLayer(layers[0].policy, SlotStore.concat([layer.store for layer in layers]),
+                             torch.cat(queries) if queries else None)
 
     def batch_repeat_interleave(self, repeats: int) -> None:
-        self._assign(self.rows(self._row_ids().repeat_interleave(repeats)))
+        if self.is_initialized:
+            self._assign(self.rows([row for row in range(self.store.batch) for _ in range(repeats)]))
 
     def batch_select_indices(self, indices: torch.Tensor) -> None:
-        self._assign(self.rows(self._row_ids()[indices]))
+        if self.is_initialized:
+            self._assign(self.rows(indices))
 
     def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
         self.batch_select_indices(beam_idx)
 
-    def _row_ids(self) -> torch.Tensor:
-        return torch.arange(self.keys.shape[0] if self.is_initialized else 0, device=self.device)
-
     def _assign(self, other: "EvictingLayer") -> None:
-        if self.is_initialized:
-            self.__dict__.update(other.__dict__)
+        self.__dict__.update(other.__dict__)
 
     def nbytes(self) -> int:
-        """Bytes held by this layer: keys, values and per-slot bookkeeping (not the query window)."""
-        if not self.is_initialized:
-            return 0
-        return sum(t.numel() * t.element_size() for t in (self.keys, self.values, self.positions, self.valid))
+        """Bytes held by this layer: its slot storage (keys, values, positions, validity) at full capacity,
+        not the query window."""
+        return self.store.nbytes() if self.is_initialized else 0
+
+
+def _host_ints(indices) -> list[int]:
+    """Row indices as host ints (a tensor from transformers' API is read once; our own callers pass lists)."""
+    return indices.tolist() if isinstance(indices, torch.Tensor) else [int(i) for i in indices]
 
 
 class EvictingCache(Cache):
@@ -270,46 +258,50 @@ class EvictingCache(Cache):
         return super().update(key_states, value_states, layer_idx, *args, **kwargs)
 
     @property
+    def batch_size(self) -> int:
+        first = self.layers[0]
+        return first.store.batch if first.is_initialized else 0
+
+    @property
     def lengths(self) -> torch.Tensor:
         """Tokens seen per row (batch,): the logical lengths (empty before the first forward pass)."""
         first = self.layers[0]
-        return first.seen.clone() if first.is_initialized else torch.zeros(0, dtype=torch.long)
+        return torch.tensor(first.store.seen if first.is_initialized else [], dtype=torch.long)
 
     @property
     def physical_size(self) -> int:
-        """Slots held per row and KV head, the largest over layers."""
-        return max((layer.keys.shape[-2] for layer in self.layers if layer.is_initialized), default=0)
+        """Slots in use per row and KV head, the largest over layers."""
+        return max((layer.store.width for layer in self.layers if layer.is_initialized), default=0)
 
     def next_positions(self, q_length: int) -> torch.Tensor:
         """position_ids (batch, q_length) for the next chunk of every row ((1, q_length) when empty)."""
         first = self.layers[0]
         if not first.is_initialized:
             return torch.arange(q_length)[None]
-        return first.seen[:, None] + torch.arange(q_length, device=first.device)
+        return first.store.seen_tensor[:, None] + torch.arange(q_length, device=first.device)
 
     def nbytes(self) -> int:
         return sum(layer.nbytes() for layer in self.layers)
 
     def fork(self, repeats: int) -> "EvictingCache":
         """Each row repeated `repeats` times, consecutively (torch.repeat_interleave)."""
-        first = self.layers[0]
-        rows = torch.arange(first.keys.shape[0], device=first.device).repeat_interleave(repeats)
-        return self.select(rows)
+        return self.select([row for row in range(self.batch_size) for _ in range(repeats)])
 
     def select(self, rows) -> "EvictingCache":
-        """A new cache with the rows `rows` (indices, in that order)."""
+        """A new cache with the rows `rows` (host ints or a tensor of indices, in that order)."""
+        rows = _host_ints(rows)
         return EvictingCache(0, self.policy, layers=[layer.rows(rows) for layer in self.layers])
 
     def split(self, sizes: list[int]) -> list["EvictingCache"]:
         """Consecutive groups of `sizes` rows, each trimmed to its own physical length."""
-        bounds = torch.tensor([0, *sizes]).cumsum(0).tolist()
-        if bounds[-1] != self.layers[0].keys.shape[0]:
-            raise ValueError(f"split sizes {sizes} sum to {bounds[-1]}, the cache has {self.layers[0].keys.shape[0]} rows")
-        return [self.select(torch.arange(start, end)) for start, end in zip(bounds[:-1], bounds[1:])]
+        if sum(sizes) != self.batch_size:
+            raise ValueError(f"split sizes {sizes} sum to {sum(sizes)}, the cache has {self.batch_size} rows")
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        return [self.select(range(start, start + size)) for start, size in zip(starts, sizes)]
 
     @classmethod
     def concat(cls, caches: list["EvictingCache"]) -> "EvictingCache":
-        """The rows of all `caches` in one batch, whatever their lengths (pad slots are never attended)."""
+        """The rows of all `caches` in one batch, whatever their lengths (empty slots are never attended)."""
         policies = {cache.policy for cache in caches}
         if len(policies) != 1 or len({len(cache.layers) for cache in caches}) != 1:
             raise ValueError(f"concat needs caches of one policy and layer count, got {policies}")

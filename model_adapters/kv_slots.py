@@ -1,0 +1,218 @@
+"""Preallocated KV slots of one layer for a batch of rows, with the row algebra (select, concat).
+
+Tensors (device): keys/values (batch, kv_heads, capacity, dim), `positions` (batch, kv_heads,
+capacity) the token position each slot holds (-1: none), `valid` (batch, capacity). Columns
+[0, width) are in use. Host integers the code already knows (never read back from the device):
+`width`, `counts[r]` (slots holding a token), `seen[r]` (tokens the row has seen). `seen_tensor` is
+the same as `seen` on the device (for position ids), kept by device arithmetic.
+
+Layout invariant between forward passes: row r holds its tokens in the last `counts[r]` columns of
+[0, width), in ascending position order, and width = max(counts). So appending is a column slice
+write, selecting rows trims leading columns by host arithmetic, and no validity is ever read back.
+Inside a forward pass a padded chunk (a 2-D attention_mask) may leave holes; `right_align` restores
+the invariant after attention (the only place that reads counts back: padded chunks are prompts,
+never the decode loop).
+
+Capacity: `bound` slots when the layer evicts (budget + buffer; a longer prompt grows it until its
+first compression), else grown in steps of `GROWTH` slots.
+"""
+
+import torch
+
+GROWTH = 256
+
+
+def device_index(values, device) -> torch.Tensor:
+    """A LongTensor of host ints on `device`; on CUDA through pinned memory and a non-blocking copy, so the
+    host never waits for the device."""
+    host = torch.tensor(list(values), dtype=torch.long)
+    if torch.device(device).type == "cuda":
+        return host.pin_memory().to(device, non_blocking=True)
+    return host.to(device)
+
+
+class SlotStore:
+    def __init__(self, keys, values, positions, valid, width: int, counts: list[int], seen: list[int],
+                 seen_tensor: torch.Tensor, bound: int | None):
+        self.key_slots, self.value_slots, self.position_slots, self.valid_slots = keys, values, positions, valid
+        self.width, self.counts, self.seen, self.seen_tensor, self.bound = width, counts, seen, seen_tensor, bound
+
+    @classmethod
+    def empty(cls, batch, kv_heads, key_dim, value_dim, dtype, device, bound: int | None, capacity: int = 0):
+        capacity = cls._capacity_for(bound, capacity)
+        return cls(torch.zeros(batch, kv_heads, capacity, key_dim, dtype=dtype, device=device),
+                   torch.zeros(batch, kv_heads, capacity, value_dim, dtype=dtype, device=device),
+                   torch.full((batch, kv_heads, capacity), -1, dtype=torch.long, device=device),
+                   torch.zeros(batch, capacity, dtype=torch.bool, device=device),
+                   0, [0] * batch, [0] * batch, torch.zeros(batch, dtype=torch.long, device=device), bound)
+
+    @staticmethod
+    def _capacity_for(bound: int | None, needed: int) -> int:
+        return max(bound, needed) if bound is not None else -(-max(needed, 1) // GROWTH) * GROWTH
+
+    # -- views -----------------------------------------------------------------------------------
+    @property
+    def batch(self) -> int:
+        return self.key_slots.shape[0]
+
+    @property
+    def capacity(self) -> int:
+        return self.key_slots.shape[2]
+
+    @property
+    def device(self):
+        return self.key_slots.device
+
+    @property
+    def keys(self):
+        return self.key_slots[:, :, :self.width]
+
+    @property
+    def values(self):
+        return self.value_slots[:, :, :self.width]
+
+    @property
+    def positions(self):
+        return self.position_slots[:, :, :self.width]
+
+    @property
+    def valid(self):
+        return self.valid_slots[:, :self.width]
+
+    def all_valid(self) -> bool:
+        return all(count == self.width for count in self.counts)
+
+    def nbytes(self) -> int:
+        """Bytes of the slot storage (keys, values, positions, validity) at its full capacity."""
+        return sum(t.numel() * t.element_size()
+                   for t in (self.key_slots, self.value_slots, self.position_slots, self.valid_slots))
+
+    # -- a forward pass --------------------------------------------------------------------------
+    def append(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Write a chunk of q tokens into columns [width, width + q) of every row."""
+        q_length = keys.shape[2]
+        self._reserve(self.width + q_length)
+        columns = slice(self.width, self.width + q_length)
+        self.key_slots[:, :, columns] = keys
+        self.value_slots[:, :, columns] = values
+        self.valid_slots[:, columns] = True
+        self.position_slots[:, :, columns] = (self.seen_tensor[:, None] + torch.arange(
+            q_length, device=self.device))[:, None, :]
+        self.width += q_length
+        self.counts = [count + q_length for count in self.counts]
+        self.seen = [seen + q_length for seen in self.seen]
+        self.seen_tensor += q_length
+
+    def mark_padding(self, chunk_valid: torch.Tensor) -> None:
+        """The last chunk's token validity (batch, q): pad tokens hold no slot and are not seen. Reads the
+        per-row counts back to the host (padded chunks are prompts, not the decode loop)."""
+        q_length = chunk_valid.shape[1]
+        self.valid_slots[:, self.width - q_length:self.width] = chunk_valid
+        pads = (~chunk_valid).sum(-1)
+        self.seen_tensor -= pads
+        for row, pad in enumerate(pads.tolist()):
+            self.counts[row] -= pad
+            self.seen[row] -= pad
+
+    def write_positions(self, position_ids: torch.Tensor) -> None:
+        """Positions (batch or 1, q) of the last chunk's tokens, as the model's rotary embedding used them."""
+        q_length = position_ids.shape[-1]
+        self.position_slots[:, :, self.width - q_length:self.width] = position_ids.expand(self.batch, q_length)[:, None]
+
+    def mask(self, q_length: int) -> torch.Tensor | None:
+        """Boolean (batch, 1, q, width) attention mask of the last chunk's queries over the slots in use:
+        valid slots, causal inside the chunk, and every query sees its own slot (pad queries, whose output
+        is unused, never produce NaN). None when nothing needs masking (one query, every slot valid)."""
+        width = self.width
+        if q_length == 1 and self.all_valid():
+            return None
+        slots = torch.arange(width, device=self.device)
+        last = width - q_length + torch.arange(q_length, device=self.device)
+        causal = slots[None, :] <= last[:, None]
+        own = slots[None, :] == last[:, None]
+        return (causal[None] & self.valid[:, None, :] | own[None])[:, None]
+
+    # -- rearranging slots -----------------------------------------------------------------------
+    def rearrange(self, index: torch.Tensor, counts: list[int]) -> None:
+        """Row r, KV head h keeps the slots index[r, h] (ascending; the last counts[r] are its tokens), moved
+        to columns [0, index.shape[-1])."""
+        width = index.shape[-1]
+
+        def take(slots, dim):
+            return slots[:, :, :self.width].gather(2, index[..., None].expand(-1, -1, -1, dim))
+
+        keys, values = take(self.key_slots, self.key_slots.shape[-1]), take(self.value_slots, self.value_slots.shape[-1])
+        positions = self.position_slots[:, :, :self.width].gather(2, index)
+        valid = torch.arange(width, device=self.device)[None, :] >= (
+            width - device_index(counts, self.device))[:, None]
+        if self.bound is not None and self.capacity > self.bound >= width:  # after a prompt longer than the bound
+            self._reallocate(self.bound)
+        self.key_slots[:, :, :width] = keys
+        self.value_slots[:, :, :width] = values
+        self.position_slots[:, :, :width] = positions.masked_fill_(~valid[:, None, :], -1)
+        self.valid_slots[:, :width] = valid
+        self.width, self.counts = width, list(counts)
+
+    def right_align(self) -> None:
+        """Restore the layout invariant after a padded chunk: each row's tokens in its last columns."""
+        steps = torch.arange(self.width, device=self.device)
+        order = torch.argsort(self.valid.long() * self.width + steps, dim=-1)   # holes first, then tokens
+        width = max(self.counts, default=0)
+        self.rearrange(order[:, None, self.width - width:].expand(-1, self.key_slots.shape[1], -1), self.counts)
+
+    def _reserve(self, needed: int) -> None:
+        if needed > self.capacity:
+            self._reallocate(self._capacity_for(self.bound, needed))
+
+    def _reallocate(self, capacity: int) -> None:
+        keep = min(capacity, self.capacity)
+
+        def moved(slots, fill):
+            out = slots.new_full(slots.shape[:2] + (capacity,) + slots.shape[3:], fill)
+            out[:, :, :keep] = slots[:, :, :keep]
+            return out
+
+        self.key_slots, self.value_slots = moved(self.key_slots, 0), moved(self.value_slots, 0)
+        self.position_slots = moved(self.position_slots, -1)
+        valid = self.valid_slots.new_zeros(self.batch, capacity)
+        valid[:, :keep] = self.valid_slots[:, :keep]
+        self.valid_slots = valid
+
+    # -- rows ------------------------------------------------------------------------------------
+    def rows(self, indices: list[int]) -> "SlotStore":
+        """A new store with rows `indices` (in that order), leading columns no selected row uses trimmed."""
+        indices = list(indices)
+        counts = [self.counts[i] for i in indices]
+        width = max(counts, default=0)
+        picked = device_index(indices, self.device)
+        store = SlotStore.empty(len(indices), self.key_slots.shape[1], self.key_slots.shape[-1],
+                                self.value_slots.shape[-1], self.key_slots.dtype, self.device, self.bound, width)
+        columns = slice(self.width - width, self.width)
+        store.key_slots[:, :, :width] = self.key_slots[picked, :, columns]
+        store.value_slots[:, :, :width] = self.value_slots[picked, :, columns]
+        store.position_slots[:, :, :width] = self.position_slots[picked, :, columns]
+        store.valid_slots[:, :width] = self.valid_slots[picked, columns]
+        store.width, store.counts = width, counts
+        store.seen, store.seen_tensor = [self.seen[i] for i in indices], self.seen_tensor[picked]
+        return store
+
+    @staticmethod
+    def concat(stores: list["SlotStore"]) -> "SlotStore":
+        """The rows of all `stores` in order; narrower ones are left-padded with empty columns."""
+        first = stores[0]
+        width = max(store.width for store in stores)
+        out = SlotStore.empty(sum(store.batch for store in stores), first.key_slots.shape[1], first.key_slots.shape[-1],
+                              first.value_slots.shape[-1], first.key_slots.dtype, first.device, first.bound, width)
+        start = 0
+        for store in stores:
+            rows, columns = slice(start, start + store.batch), slice(width - store.width, width)
+            out.key_slots[rows, :, columns] = store.keys
+            out.value_slots[rows, :, columns] = store.values
+            out.position_slots[rows, :, columns] = store.positions
+            out.valid_slots[rows, columns] = store.valid
+            start += store.batch
+        out.width = width
+        out.counts = [count for store in stores for count in store.counts]
+        out.seen = [seen for store in stores for seen in store.seen]
+        out.seen_tensor = torch.cat([store.seen_tensor for store in stores])
+        return out
