@@ -74,30 +74,58 @@ def candidates(logits: torch.Tensor, params: SamplingParams) -> tuple[torch.Tens
     vocab, k = logits.shape[-1], params.top_k
     if not k or k >= vocab:
         values, ids = torch.sort(logits, dim=-1, descending=True)
-    else:
-        width = k  # widened until no row has a token beyond it tied with its k-th logit
-        while True:
-            values, ids = torch.topk(logits, min(width + 1, vocab), dim=-1)
-            if width >= vocab or not bool((values[:, width] == values[:, k - 1]).any()):
-                break
-            width *= 2
-        values, ids = values[:, :width], ids[:, :width]
-        values = values.masked_fill(values < values[:, k - 1:k], float("-inf"))
+        return ids, _probabilities(values, params)
+    width = k  # widened until no row has a token beyond it tied with its k-th logit
+    while True:
+        ids, values, tied = _top(logits, k, width)
+        if width >= vocab or not bool(tied.any()):
+            return ids, _probabilities(values, params)
+        width *= 2
+
+
+def _top(logits: torch.Tensor, k: int, width: int):
+    """The `width` largest logits per row (ids, values with those below the k-th at -inf) and whether a
+    token beyond them ties with the k-th logit."""
+    vocab = logits.shape[-1]
+    values, ids = torch.topk(logits, min(width + 1, vocab), dim=-1)
+    tied = (values[:, width] == values[:, k - 1]) if width < vocab else torch.zeros_like(values[:, 0], dtype=torch.bool)
+    values, ids = values[:, :width], ids[:, :width]
+    return ids, values.masked_fill(values < values[:, k - 1:k], float("-inf")), tied
+
+
+def _probabilities(values: torch.Tensor, params: SamplingParams) -> torch.Tensor:
     probs = torch.softmax(values / params.temperature, dim=-1)
     if params.top_p < 1.0:
         # drop a token when the tokens strictly more likely already reach top_p (the first always stays)
         probs = probs.masked_fill((probs.cumsum(dim=-1) - probs) >= params.top_p, 0.0)
         probs = probs / probs.sum(dim=-1, keepdim=True)
-    return ids, probs
+    return probs
 
 
 def sample(logits: torch.Tensor, params: SamplingParams, generators) -> tuple[list[int], list[float]]:
     """One token per row of (rows, vocab) logits, each drawn with that row's generator, and the
-    entropy of each row's own full-vocabulary distribution (before temperature)."""
-    entropies = entropy(logits).tolist()
+    entropy of each row's own full-vocabulary distribution (before temperature).
+
+    Reads the logits' device once: the candidates, their probabilities and the entropies travel to the
+    host together (float64 holds every token id exactly), and the draws run there. A second read happens
+    only when a token beyond the first k ties with the k-th logit (exact float ties)."""
+    logits = logits.float()
+    entropies = entropy(logits)
     if params.temperature == 0:
-        return logits.argmax(dim=-1).tolist(), entropies
-    ids, probs = (t.cpu() for t in candidates(logits, params))
+        host = torch.stack([logits.argmax(dim=-1).double(), entropies.double()], dim=1).cpu()
+        return host[:, 0].long().tolist(), host[:, 1].tolist()
+    vocab, k = logits.shape[-1], params.top_k
+    if not k or k >= vocab:
+        ids, probs = candidates(logits, params)
+        tied = torch.zeros_like(entropies, dtype=torch.bool)
+    else:
+        ids, values, tied = _top(logits, k, k)
+        probs = _probabilities(values, params)
+    width = ids.shape[1]
+    host = torch.cat([ids.double(), probs.double(), entropies[:, None].double(), tied[:, None].double()], dim=1).cpu()
+    ids, probs, entropies = host[:, :width].long(), host[:, width:2 * width], host[:, 2 * width].tolist()
+    if bool(host[:, -1].any()):
+        ids, probs = (t.cpu() for t in candidates(logits, params))
     cdf = probs.double().cumsum(dim=-1)
     uniforms = torch.cat([torch.rand(1, generator=gen, dtype=torch.float64) for gen in generators])
     # the first candidate whose cumulative probability exceeds u * total (zero-probability ones never do)

@@ -92,7 +92,7 @@ def test_rows_of_problems_in_one_joined_batch_keep_their_own_tokens_as_rows_come
     assert len(drawn[a[2]]) == 4 and len(drawn[b[0]]) == 5
     torch.testing.assert_close(p.next_token_logits("a"), fresh("a", drawn[a[2]]), atol=1e-4, rtol=0)
     torch.testing.assert_close(p.next_token_logits("b"), fresh("b", drawn[b[0]]), atol=1e-4, rtol=0)
-    assert not p.group_of and not p.generators
+    assert not p.table.rows and not p.table.decoding and not any(p.table.waiting.values())
 
 
 class Alternate:

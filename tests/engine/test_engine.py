@@ -105,7 +105,7 @@ def test_trajectory_lengths_and_memory_bound_after_every_commit(tokenizer, model
     results = Engine(base, helper, AlternatingScorer(2), cfg, on_event=on_event).run(problems(3))
     assert len(checked) == sum(r.stats["steps"] for r in results)
     for p in (base, helper):  # finished problems leave no state behind (memory stays bounded over a run)
-        assert not p.committed and not p.group_of and not p.generators
+        assert not p.committed and not p.table.rows
     for result in results:
         assert result.text == "".join(result.steps)
         assert result.stats["output_tokens"] == sum(map(len, result.step_ids))
@@ -200,9 +200,7 @@ def test_rows_of_several_problems_in_one_forward_pass_match_each_alone(tokenizer
         for _ in range(30):
             alone.decode(alone_rows)
         for mine, theirs in zip(rows[p.key], alone_rows):
-            torch.testing.assert_close(together.group_of[mine].logits[together.group_of[mine].rows.index(mine)],
-                                       alone.group_of[theirs].logits[alone.group_of[theirs].rows.index(theirs)],
-                                       atol=1e-5, rtol=0)
+            torch.testing.assert_close(together.row_logits(mine), alone.row_logits(theirs), atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("mode", ["rescue", "bon", "full", "helper"])
