@@ -10,7 +10,8 @@ a host value, so work on it afterwards (e.g. CPU random draws) is free, as it wo
 
 Two layers record reads: a `TorchFunctionMode` (Python-level calls, with their source line) and a
 `TorchDispatchMode` for `aten._local_scalar_dense` and the ops whose output size depends on values
-(`nonzero`, `masked_select`, `unique`), which catches reads made inside other operators. Each read is
+(`nonzero`, `masked_select`, `unique`), which catches reads made inside other operators on device data
+(it stays silent while a Python-level call works on host data only). Each read is
 attributed to the innermost frame of this repository (or transformers) on the stack.
 """
 
@@ -82,7 +83,11 @@ class _Functions(TorchFunctionMode):
                 owner.reading -= 1
             # on CPU `.cpu()` returns the tensor itself; on a GPU it is a new, host tensor
             return result.clone() if isinstance(result, torch.Tensor) and result is args[0] else result
-        result = func(*args, **kwargs)
+        owner.host_work += not on_device
+        try:
+            result = func(*args, **kwargs)
+        finally:
+            owner.host_work -= not on_device
         to_device = (name in FACTORIES and kwargs.get("device") is not None) or (
             name == "to" and _device_argument(args, kwargs) is not None) or name == "pin_memory"
         if on_device or to_device:
@@ -99,7 +104,7 @@ class _Dispatch(TorchDispatchMode):
         self.owner = owner
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if str(func) in READ_OPS and not self.owner.reading:
+        if str(func) in READ_OPS and not self.owner.reading and not self.owner.host_work:
             self.owner.record(str(func), _where())
         return func(*args, **(kwargs or {}))
 
@@ -125,7 +130,7 @@ class HostReads:
                 self.device.add(tensor)
         for tensor in tensors:
             self.device.add(tensor)
-        self.by_place, self.reading = Counter(), 0
+        self.by_place, self.reading, self.host_work = Counter(), 0, 0
         self._modes = [_Functions(self), _Dispatch(self)]
 
     def record(self, what, where):
