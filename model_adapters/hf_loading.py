@@ -30,13 +30,17 @@ def torch_dtype(name: str, device: str):
     return getattr(torch, name)
 
 
-def load_causal_lm(name: str, dtype: str, device: str):
-    """(model, tokenizer); `name` is a hub id, a local folder, or "smollm2" / "testbed:NAME" (packaged models)."""
+def load_causal_lm(name: str, dtype: str, device: str, device_map: str | None = None):
+    """(model, tokenizer); `name` is a hub id, a local folder, or "smollm2" / "testbed:NAME" (packaged models).
+    `device_map` ("auto", ...): the layers spread over all visible GPUs by accelerate (a model too large
+    for one); the evicting cache keeps each layer's slots on that layer's device."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     name = model_folder(name)
-    model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype(dtype, device), attn_implementation="sdpa")
-    return model.to(device).eval(), AutoTokenizer.from_pretrained(name)
+    placement = {"device_map": device_map} if device_map is not None else {}
+    model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype(dtype, device), attn_implementation="sdpa",
+                                                 **placement)
+    return (model if device_map is not None else model.to(device)).eval(), AutoTokenizer.from_pretrained(name)
 
 
 def new_cache(model, eviction):
@@ -61,7 +65,7 @@ def build_components(args: ModelArgs):
 
     def model(name):
         if name not in loaded:
-            loaded[name] = load_causal_lm(name, args.dtype, args.device)
+            loaded[name] = load_causal_lm(name, args.dtype, args.device, args.device_map)
             use_evicting_attention(loaded[name][0])
         return loaded[name]
 

@@ -44,9 +44,13 @@ class KVRescueLM(LM):
         except (ValueError, ModelsNotFound) as error:
             logger.error("%s", error)  # with its level, above lm-eval's long traceback
             raise
-        from .hf_loading import build_components
+        from .data_parallel import DataParallel
+        from .hf_loading import build_components, resolve_device
 
-        self.base, self.helper, self.scorer, self.config = build_components(self.args)
+        # data parallel (torchrun / accelerate launch): this rank's own engine on its own device
+        self.parallel = DataParallel.from_environment(resolve_device(self.args.device))
+        self._rank, self._world_size, self._device = self.parallel.rank, self.parallel.world_size, self.parallel.device
+        self.base, self.helper, self.scorer, self.config = build_components(replace(self.args, device=self._device))
         self.totals = Counter()
         self.finish_reasons = Counter()
         self.run_stats = Counter()  # resumed / generated problems and out-of-memory retries of this process
@@ -84,10 +88,11 @@ class KVRescueLM(LM):
                 journal.close()
         self.run_stats.update(resumed=len(resumed), generated=len(todo))
         responses = []
-        for problem in problems:
+        for problem, padding in zip(problems, data_parallel_padding(requests)):
             entry = resumed.get(problem.key) or generated[problem.key]
-            self.totals.update({key: entry["stats"][key] for key in STAT_KEYS + ("aborted_commits",)})
-            self.finish_reasons[entry["finish_reason"]] += 1
+            if not padding:  # lm-eval discards the results of its data-parallel padding
+                self.totals.update({key: entry["stats"][key] for key in STAT_KEYS + ("aborted_commits",)})
+                self.finish_reasons[entry["finish_reason"]] += 1
             responses.append(TextWithStats(entry["text"], entry["stats"], entry["finish_reason"]))
         return responses
 
@@ -121,6 +126,23 @@ class KVRescueLM(LM):
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
         raise NotImplementedError(_GENERATES_ONLY)
 
+    # -- data parallel: lm-eval shards the documents over ranks and gathers through these -----------
+    def all_gather(self, tensor):
+        return self.parallel.all_gather(tensor)
+
+    def gather_object(self, obj, dst=0):
+        """lm-eval calls this on every rank once generation is over: the run totals of all ranks travel
+        along, so `get_model_info` (asked on rank 0 only) reports the whole run."""
+        gathered = self.parallel.gather_object(obj, dst=dst)
+        ranks = self.parallel.gather_object((dict(self.totals), dict(self.finish_reasons)), dst=dst)
+        if ranks is not None:
+            self._run_totals = (sum((Counter(t) for t, _ in ranks), Counter()),
+                                sum((Counter(f) for _, f in ranks), Counter()))
+        return gathered
+
+    def barrier(self) -> None:
+        self.parallel.barrier()
+
     # -- chat templates: hand the conversation through lm-eval untouched ---------------------------
     @property
     def tokenizer_name(self) -> str:
@@ -136,9 +158,10 @@ class KVRescueLM(LM):
     def get_model_info(self) -> dict:
         a = self.args
         n_base, n_helper = a.counts
-        totals = {key: int(self.totals[key]) for key in STAT_KEYS + ("aborted_commits",)}
-        totals["problems"] = int(sum(self.finish_reasons.values()))
-        totals["finish_reasons"] = {reason: int(self.finish_reasons[reason]) for reason in FINISH_REASONS}
+        run_totals, finish_reasons = getattr(self, "_run_totals", (self.totals, self.finish_reasons))
+        totals = {key: int(run_totals[key]) for key in STAT_KEYS + ("aborted_commits",)}
+        totals["problems"] = int(sum(finish_reasons.values()))
+        totals["finish_reasons"] = {reason: int(finish_reasons[reason]) for reason in FINISH_REASONS}
         return {"kvrescue": {
             "preset": a.preset, "base": a.base if n_base else None, "helper": a.helper if n_helper else None,
             "scorer": a.scorer if self.scorer is not None else None,
@@ -152,7 +175,8 @@ class KVRescueLM(LM):
             "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
             "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
             "seed_source": self.seed_source,
-            "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype,
+            "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype, "device_map": a.device_map,
+            "data_parallel_processes": self.world_size,
             **detector_info(a), "backends": a.backends, "overlap": a.overlaps,
             "vllm_statistics": self._vllm_statistics(),
             "totals": totals, "run": self._run_info()}}
@@ -179,6 +203,18 @@ def detector_info(args) -> dict:
 
 _GENERATES_ONLY = ("the kvrescue model generates only (generate_until): loglikelihood requests "
                    "(multiple-choice and perplexity tasks) are not supported; use a generative task")
+
+
+def data_parallel_padding(requests) -> list[bool]:
+    """Which requests are lm-eval's data-parallel padding: under several ranks it re-appends the last
+    Instance `repeats` more times, so an Instance seen more often than its `repeats` is padding."""
+    seen = Counter()
+    out = []
+    for request in requests:
+        seen[id(request)] += 1
+        repeats = getattr(request, "repeats", None)
+        out.append(repeats is not None and seen[id(request)] > repeats)
+    return out
 
 
 def problems_of(requests) -> list[Problem]:

@@ -29,6 +29,7 @@ from .scorers import VLLM_VARIANTS
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 OVERLAP = ("auto", "on", "off")
 BACKENDS = ("hf", "vllm")  # transformers (token-level, in the engine's loop) or vLLM (step-level, beside it)
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")  # accelerate's placements over visible GPUs
 # lm-eval passes these from its own command line; batching is `max_problems_in_flight`.
 LM_EVAL_EXTRAS = ("batch_size", "max_batch_size")
 # The paper uses early exit in KV-Rescue only: its best-of-N and full-KV baselines have none (Table 2).
@@ -96,6 +97,9 @@ class ModelArgs:
     scorer_options: dict = field(default_factory=dict)   # options of the scorer factory, as given
     # The evictor object, built once from `evictor` and `evictor_options` (None when the mode does not evict).
     eviction: object = field(default=None, compare=False, repr=False)
+    # placement of a model too large for one device: its layers spread over all visible GPUs of this
+    # process (transformers' device_map through accelerate); None: the whole model on `device`
+    device_map: str | None = None
 
     @property
     def backends(self) -> dict:
@@ -293,6 +297,8 @@ def validate(args: ModelArgs) -> None:
         bad("top_k", "an integer >= 0 (0: off)")
     if args.dtype not in DTYPES:
         bad("dtype", ", ".join(DTYPES))
+    if args.device_map is not None and args.device_map not in DEVICE_MAPS:
+        bad("device_map", ", ".join(DEVICE_MAPS))
     validate_detector(args)
     validate_backends(args)
 
