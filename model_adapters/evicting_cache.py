@@ -124,8 +124,9 @@ class EvictingLayer(DynamicLayer):
         self._chunk_valid = chunk_valid
         if chunk_valid is not None:
             self.store.mark_padding(chunk_valid)
-        if position_ids is not None:
-            self.store.write_positions(position_ids)
+        if position_ids is None:   # the models we serve always pass them; their default, from each row's count
+            position_ids = device_index(before, self.device)[:, None] + torch.arange(q_length, device=self.device)
+        self.store.write_positions(position_ids)
 
     def slot_mask(self, q_length: int) -> torch.Tensor | None:
         return self.store.mask(q_length)
@@ -278,7 +279,7 @@ class EvictingCache(Cache):
         first = self.layers[0]
         if not first.is_initialized:
             return torch.arange(q_length)[None]
-        return first.store.seen_tensor[:, None] + torch.arange(q_length, device=first.device)
+        return device_index(first.store.seen, first.device)[:, None] + torch.arange(q_length, device=first.device)
 
     def nbytes(self) -> int:
         return sum(layer.nbytes() for layer in self.layers)

@@ -3,8 +3,8 @@
 Tensors (device): keys/values (batch, kv_heads, capacity, dim), `positions` (batch, kv_heads,
 capacity) the token position each slot holds (-1: none), `valid` (batch, capacity). Columns
 [0, width) are in use. Host integers the code already knows (never read back from the device):
-`width`, `counts[r]` (slots holding a token), `seen[r]` (tokens the row has seen). `seen_tensor` is
-the same as `seen` on the device (for position ids), kept by device arithmetic.
+`width`, `counts[r]` (slots holding a token), `seen[r]` (tokens the row has seen). Columns from
+`width` on are marked valid ahead of use, so appending a chunk writes keys and values only.
 
 Layout invariant between forward passes: row r holds its tokens in the last `counts[r]` columns of
 [0, width), in ascending position order, and width = max(counts). So appending is a column slice
@@ -33,9 +33,9 @@ def device_index(values, device) -> torch.Tensor:
 
 class SlotStore:
     def __init__(self, keys, values, positions, valid, width: int, counts: list[int], seen: list[int],
-                 seen_tensor: torch.Tensor, bound: int | None):
+                 bound: int | None):
         self.key_slots, self.value_slots, self.position_slots, self.valid_slots = keys, values, positions, valid
-        self.width, self.counts, self.seen, self.seen_tensor, self.bound = width, counts, seen, seen_tensor, bound
+        self.width, self.counts, self.seen, self.bound = width, counts, seen, bound
 
     @classmethod
     def empty(cls, batch, kv_heads, key_dim, value_dim, dtype, device, bound: int | None, capacity: int = 0):
@@ -43,8 +43,8 @@ class SlotStore:
         return cls(torch.zeros(batch, kv_heads, capacity, key_dim, dtype=dtype, device=device),
                    torch.zeros(batch, kv_heads, capacity, value_dim, dtype=dtype, device=device),
                    torch.full((batch, kv_heads, capacity), -1, dtype=torch.long, device=device),
-                   torch.zeros(batch, capacity, dtype=torch.bool, device=device),
-                   0, [0] * batch, [0] * batch, torch.zeros(batch, dtype=torch.long, device=device), bound)
+                   torch.ones(batch, capacity, dtype=torch.bool, device=device),
+                   0, [0] * batch, [0] * batch, bound)
 
     @staticmethod
     def _capacity_for(bound: int | None, needed: int) -> int:
@@ -95,22 +95,16 @@ class SlotStore:
         columns = slice(self.width, self.width + q_length)
         self.key_slots[:, :, columns] = keys
         self.value_slots[:, :, columns] = values
-        self.valid_slots[:, columns] = True
-        self.position_slots[:, :, columns] = (self.seen_tensor[:, None] + torch.arange(
-            q_length, device=self.device))[:, None, :]
         self.width += q_length
         self.counts = [count + q_length for count in self.counts]
         self.seen = [seen + q_length for seen in self.seen]
-        self.seen_tensor += q_length
 
     def mark_padding(self, chunk_valid: torch.Tensor) -> None:
         """The last chunk's token validity (batch, q): pad tokens hold no slot and are not seen. Reads the
         per-row counts back to the host (padded chunks are prompts, not the decode loop)."""
         q_length = chunk_valid.shape[1]
         self.valid_slots[:, self.width - q_length:self.width] = chunk_valid
-        pads = (~chunk_valid).sum(-1)
-        self.seen_tensor -= pads
-        for row, pad in enumerate(pads.tolist()):
+        for row, pad in enumerate((~chunk_valid).sum(-1).tolist()):
             self.counts[row] -= pad
             self.seen[row] -= pad
 
@@ -151,6 +145,7 @@ class SlotStore:
         self.value_slots[:, :, :width] = values
         self.position_slots[:, :, :width] = positions.masked_fill_(~valid[:, None, :], -1)
         self.valid_slots[:, :width] = valid
+        self.valid_slots[:, width:] = True
         self.width, self.counts = width, list(counts)
 
     def right_align(self) -> None:
@@ -174,7 +169,7 @@ class SlotStore:
 
         self.key_slots, self.value_slots = moved(self.key_slots, 0), moved(self.value_slots, 0)
         self.position_slots = moved(self.position_slots, -1)
-        valid = self.valid_slots.new_zeros(self.batch, capacity)
+        valid = self.valid_slots.new_ones(self.batch, capacity)
         valid[:, :keep] = self.valid_slots[:, :keep]
         self.valid_slots = valid
 
@@ -192,8 +187,7 @@ class SlotStore:
         store.value_slots[:, :, :width] = self.value_slots[picked, :, columns]
         store.position_slots[:, :, :width] = self.position_slots[picked, :, columns]
         store.valid_slots[:, :width] = self.valid_slots[picked, columns]
-        store.width, store.counts = width, counts
-        store.seen, store.seen_tensor = [self.seen[i] for i in indices], self.seen_tensor[picked]
+        store.width, store.counts, store.seen = width, counts, [self.seen[i] for i in indices]
         return store
 
     @staticmethod
@@ -210,9 +204,9 @@ class SlotStore:
             out.value_slots[rows, :, columns] = store.values
             out.position_slots[rows, :, columns] = store.positions
             out.valid_slots[rows, columns] = store.valid
+            out.valid_slots[rows, :width - store.width] = False
             start += store.batch
         out.width = width
         out.counts = [count for store in stores for count in store.counts]
         out.seen = [seen for store in stores for seen in store.seen]
-        out.seen_tensor = torch.cat([store.seen_tensor for store in stores])
         return out
