@@ -1,0 +1,214 @@
+"""Throughput of KV-Rescue and its baselines on a GPU, in the columns of the paper's Table 3.
+
+    python benchmarks/gpu_throughput.py                 # Qwen2.5-Math-7B base, 1.5B helper, PRM-7B shapes
+    python benchmarks/gpu_throughput.py --tiny          # tiny shapes on CPU (a smoke run, seconds)
+
+Random-weight models shaped from the bundled configs (kvrescue_eval/analysis/model_configs: no download):
+the base as Qwen2.5-Math-7B, the helper as Qwen2.5-Math-1.5B, the PRM as Qwen2.5-Math-PRM-7B (the 7B
+decoder with the PRM's score head), in bfloat16 on the GPU. Work is fixed so that runs compare: every
+candidate step has exactly `--step-tokens` tokens and every trajectory `--steps` steps (EOS is ignored,
+a synthetic word-level tokenizer never produces the step separator, the degeneration detector is off:
+random weights would trip it). Each mode (rescue, bon, full) runs at each number of problems in flight
+(8 and 64), after one small warm-up run.
+
+Columns: problems per minute; base and helper tokens per second (every candidate token decoded, over the
+run's wall time); PRM seconds (time inside the scorer); peak GPU memory (torch.cuda.max_memory_allocated,
+weights included; on CPU the process's peak resident memory instead).
+"""
+
+import argparse
+import json
+import resource
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+CONFIGS = Path(__file__).resolve().parents[1] / "kvrescue_eval" / "analysis" / "model_configs"
+if not CONFIGS.is_dir():  # installed package: the configs ship inside it
+    import kvrescue_eval.analysis.model_configs as _configs
+
+    CONFIGS = Path(_configs.__file__).parent
+TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, vocab_size=512, max_position_embeddings=4096)
+COLUMNS = ["mode", "in_flight", "problems", "problems_per_min", "base_tokens_per_s", "helper_tokens_per_s",
+           "prm_seconds", "peak_memory_gb", "seconds"]
+
+
+@dataclass
+class Setup:
+    device: str
+    dtype: torch.dtype
+    base: object
+    helper: object
+    prm: object
+    tokenizer: object
+
+
+def synthetic_tokenizer(vocab_size: int):
+    """A word-level tokenizer over `vocab_size` ids: words "w0", "w1", ..., plus <eos>, <unk> and the PRM's
+    step tag "<extra_0>". Decoded text is words and spaces, so it never holds the step separator."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<eos>", "<unk>", "<extra_0>"]
+    vocab = {f"w{i}": i for i in range(vocab_size - len(specials))}
+    vocab.update({token: vocab_size - len(specials) + i for i, token in enumerate(specials)})
+    raw = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<eos>", unk_token="<unk>",
+                                        additional_special_tokens=["<extra_0>"])
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
+    return tokenizer
+
+
+def config_of(name: str, tiny: bool):
+    from transformers import Qwen2Config
+
+    fields = json.loads((CONFIGS / f"{name}.json").read_text())
+    if tiny:
+        fields.update(TINY)
+    return Qwen2Config(**{k: v for k, v in fields.items() if not k.startswith("_") and k != "torch_dtype"})
+
+
+def random_model(config, device, dtype, prm: bool = False):
+    from transformers import Qwen2ForCausalLM
+
+    from kvrescue_eval.model_adapters.qwen_prm_model import QwenPRM
+
+    torch.manual_seed(0)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            model = QwenPRM(config) if prm else Qwen2ForCausalLM(config)
+    finally:
+        torch.set_default_dtype(previous)
+    return model.eval()
+
+
+def build(args) -> Setup:
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    base_config, helper_config = config_of("Qwen2.5-Math-7B", args.tiny), config_of("Qwen2.5-Math-1.5B", args.tiny)
+    prm_config = config_of("Qwen2.5-Math-7B", args.tiny)   # PRM-7B: the 7B decoder and a score head
+    tokenizer = synthetic_tokenizer(base_config.vocab_size)
+    for config in (base_config, helper_config, prm_config):
+        config._attn_implementation = "sdpa"
+        config.vocab_size = len(tokenizer)
+    return Setup(device, dtype, random_model(base_config, device, dtype), random_model(helper_config, device, dtype),
+                 random_model(prm_config, device, dtype, prm=True), tokenizer)
+
+
+def run_mode(setup: Setup, args, mode: str, in_flight: int, problems: int) -> dict:
+    from kvrescue_eval.engine.config import EngineConfig
+    from kvrescue_eval.engine.sampling import SamplingParams
+    from kvrescue_eval.engine.scheduler import Engine, Problem
+    from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
+    from kvrescue_eval.model_adapters.hf_policy import HFPolicy
+    from kvrescue_eval.model_adapters.scorers.qwen_prm import QwenPRMScorer
+
+    budget = None if mode == "full" else args.budget
+
+    def policy(model, name, cache_budget):
+        made = HFPolicy(model, setup.tokenizer, SamplingParams(), batch_problems=True, name=name,
+                        new_cache=lambda: make_evicting_cache(model, budget=cache_budget, buffer=args.buffer))
+        made.eos_token_ids = frozenset()   # fixed work: EOS never ends a step
+        return made
+
+    base = policy(setup.base, "base", budget)
+    helper = policy(setup.helper, "helper", None) if mode == "rescue" else None
+    scorer = QwenPRMScorer(setup.prm, setup.tokenizer)
+    prm_seconds = [0.0]
+    score = scorer.score
+
+    def timed_score(requests):
+        start = time.perf_counter()
+        try:
+            return score(requests)
+        finally:
+            prm_seconds[0] += time.perf_counter() - start
+
+    scorer.score = timed_score
+    config = EngineConfig.for_mode(mode, args.n, max_steps=args.steps, max_step_tokens=args.step_tokens,
+                                   max_context=args.prompt_tokens + args.steps * args.step_tokens + 1,
+                                   max_problems_in_flight=in_flight, detector=None)
+    words = torch.randint(0, len(setup.tokenizer) - 3, (problems, args.prompt_tokens),
+                          generator=torch.Generator().manual_seed(1))
+    batch = [Problem(i, [{"role": "user", "content": " ".join(f"w{w}" for w in row.tolist())}])
+             for i, row in enumerate(words)]
+    if setup.device.startswith("cuda"):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    results = Engine(base, helper, scorer, config).run(batch)
+    if setup.device.startswith("cuda"):
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    stats = {key: sum(r.stats[key] for r in results) for key in ("base_tokens", "helper_tokens", "steps")}
+    expected_steps = problems * args.steps
+    if stats["steps"] != expected_steps:
+        raise RuntimeError(f"{mode}: {stats['steps']} steps committed, expected {expected_steps} (fixed work)")
+    peak = (torch.cuda.max_memory_allocated() if setup.device.startswith("cuda")
+            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    return {"mode": mode, "in_flight": in_flight, "problems": problems,
+            "problems_per_min": 60 * problems / seconds, "base_tokens_per_s": stats["base_tokens"] / seconds,
+            "helper_tokens_per_s": stats["helper_tokens"] / seconds, "prm_seconds": prm_seconds[0],
+            "peak_memory_gb": peak / 2**30, "seconds": seconds}
+
+
+def table(rows: list[dict]) -> str:
+    lines = [" | ".join(COLUMNS), " | ".join("---" for _ in COLUMNS)]
+    for row in rows:
+        lines.append(" | ".join(f"{row[c]:.3g}" if isinstance(row[c], float) else str(row[c]) for c in COLUMNS))
+    return "\n".join(lines)
+
+
+def parse(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tiny", action="store_true", help="tiny shapes and sizes (CPU smoke run)")
+    parser.add_argument("--device", help="default: cuda when available, else cpu")
+    parser.add_argument("--modes", nargs="+", default=["rescue", "bon", "full"], choices=["rescue", "bon", "full"])
+    parser.add_argument("--in-flight", nargs="+", type=int, help="problems in flight (default 8 64; tiny: 2 4)")
+    parser.add_argument("--waves", type=int, default=1, help="problems = waves x in-flight")
+    parser.add_argument("--n", type=int, help="candidates per model and step (default 8; tiny: 2)")
+    parser.add_argument("--budget", type=int, help="base KV budget (default 128; tiny: 16)")
+    parser.add_argument("--buffer", type=int, help="slots between compressions (default 128; tiny: 8)")
+    parser.add_argument("--steps", type=int, help="steps per trajectory (default 16; tiny: 3)")
+    parser.add_argument("--step-tokens", type=int, help="tokens per candidate step (default 64; tiny: 6)")
+    parser.add_argument("--prompt-tokens", type=int, help="prompt length (default 128; tiny: 24)")
+    parser.add_argument("--json", help="also write the rows to this file")
+    args = parser.parse_args(argv)
+    defaults = (dict(in_flight=[2, 4], n=2, budget=16, buffer=8, steps=3, step_tokens=6, prompt_tokens=24)
+                if args.tiny else
+                dict(in_flight=[8, 64], n=8, budget=128, buffer=128, steps=16, step_tokens=64, prompt_tokens=128))
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    return args
+
+
+def main(argv=None):
+    args = parse(argv)
+    torch.set_num_threads(torch.get_num_threads())
+    setup = build(args)
+    print(f"device: {setup.device} ({torch.cuda.get_device_name() if setup.device.startswith('cuda') else 'cpu'}), "
+          f"dtype {setup.dtype}, torch {torch.__version__}, threads {torch.get_num_threads()}; n={args.n}, "
+          f"budget={args.budget}+{args.buffer}, {args.steps} steps x {args.step_tokens} tokens, "
+          f"prompt {args.prompt_tokens}{', tiny shapes' if args.tiny else ''}", flush=True)
+    run_mode(setup, args, args.modes[0], 2, 2)   # warm-up: allocations, kernels
+    rows = []
+    for mode in args.modes:
+        for in_flight in args.in_flight:
+            rows.append(run_mode(setup, args, mode, in_flight, in_flight * args.waves))
+            print(table(rows[-1:]).splitlines()[-1], flush=True)
+    print(table(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
