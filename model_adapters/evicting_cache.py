@@ -3,14 +3,15 @@
     cache = make_evicting_cache(model, budget=128, method="rkv")     # also switches model's attention
     logits = model(input_ids, past_key_values=cache, position_ids=cache.next_positions(q)).logits
 
-Every layer keeps, per slot, the token's logical position and whether the slot holds a token at all
-(rows of different lengths batched together are left-padded with invalid slots). RoPE is applied
+Every layer holds its rows in preallocated slots (`kv_slots.SlotStore`: budget + buffer per row, so the
+memory bound is allocated once), with, per slot, the token's logical position and whether it holds a
+token (rows of different lengths batched together are left-padded with empty slots). RoPE is applied
 before caching, so a kept key keeps its position; the next token's position is the number of tokens
-the row has seen (`lengths`), not the physical size. When a layer's physical size reaches
-budget + buffer (or at prefill, when the prompt is longer than the budget) it is compressed to
-`budget` slots per KV head after the step's attention, scored by `kvrescue_eval.eviction.kept_indices`
-on the last `window` post-RoPE queries. The attention wrapper that does this lives in
-`evicting_attention.py`.
+the row has seen (`lengths`), not the physical size. When a row holds budget + buffer slots (or at
+prefill, when its prompt is longer than the budget) it is compressed in place to `budget` slots per KV
+head after the step's attention, scored by `kvrescue_eval.eviction.kept_indices` on its last `window`
+post-RoPE queries. Slot counts are host integers the code already knows, so neither decoding nor
+compressing reads a value back from the device. The attention wrapper lives in `evicting_attention.py`.
 
 Rows: `fork(n)` repeats each row n times (repeat_interleave), `select(rows)` keeps rows,
 `EvictingCache.concat([...])` joins groups of different lengths, `split(sizes)` undoes it. They return
