@@ -78,7 +78,7 @@ def test_an_out_of_memory_error_halves_problems_in_flight_and_the_retry_equals_a
     assert sorted(finished) == [("doc", i) for i in range(5)]      # every problem finished exactly once
     assert "out of memory" in caplog.text and "max_problems_in_flight=2" in caplog.text
     for policy in policies:   # the released problems left nothing behind
-        assert not policy.committed and not policy.group_of and not policy.generators
+        assert not policy.committed and not policy.table.rows
 
 
 def test_one_problem_that_does_not_fit_alone_fails_clearly_after_the_finished_ones(tokenizer, models, undisturbed):
