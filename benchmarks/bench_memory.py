@@ -3,7 +3,9 @@
 SmolLM2-135M-Instruct decodes a GSM8K prompt token by token through the evicting cache (R-KV,
 budget 64, buffer 128: compressed to 64 slots whenever it reaches 192), and the same tokens run
 through the full cache (budget=None, the helper's cache). `EvictingCache.nbytes()` is read after
-every forward: keys, values and per-slot bookkeeping of every layer.
+every forward: the allocated slots (keys, values and per-slot bookkeeping) of every layer. The base
+preallocates budget + buffer slots per row and layer, so its bytes are the bound from the first
+token on; the full cache grows in steps of 256 slots.
 
 base_kv_growth = peak base bytes over the last length interval / peak base bytes over the first
 interval after the first compression (1.0: flat). Each interval spans at least one full
@@ -78,7 +80,7 @@ def main():
     peaks = {end: max(trace[start + 1:end + 1]) for start, end in zip(edges[:-1], edges[1:])}
     helper = helper_bytes(model, prompt, tokens, lengths)
     layers = model.config.num_hidden_layers
-    bound = (BUDGET + buffer - 1) * layers * bytes_per_slot(model)  # largest size between forwards
+    bound = (BUDGET + buffer) * layers * bytes_per_slot(model)  # the preallocated slots
     if max(trace[1:]) > bound:
         fail(f"base KV reached {max(trace[1:])} bytes, above the bound {bound} of budget + buffer slots")
     growth = peaks[lengths[-1]] / peaks[lengths[0]]
