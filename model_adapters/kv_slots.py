@@ -13,6 +13,9 @@ Inside a forward pass a padded chunk (a 2-D attention_mask) may leave holes; `ri
 the invariant after attention (the only place that reads counts back: padded chunks are prompts,
 never the decode loop).
 
+Columns at or beyond `width` are never read, so storage is allocated without clearing it; the empty
+columns a row has inside [0, width) (left padding of a shorter row) are zeros.
+
 Capacity: `bound` slots when the layer evicts (budget + buffer; a longer prompt grows it until its
 first compression), else grown in steps of `GROWTH` slots.
 """
@@ -40,8 +43,8 @@ class SlotStore:
     @classmethod
     def empty(cls, batch, kv_heads, key_dim, value_dim, dtype, device, bound: int | None, capacity: int = 0):
         capacity = cls._capacity_for(bound, capacity)
-        return cls(torch.zeros(batch, kv_heads, capacity, key_dim, dtype=dtype, device=device),
-                   torch.zeros(batch, kv_heads, capacity, value_dim, dtype=dtype, device=device),
+        return cls(torch.empty(batch, kv_heads, capacity, key_dim, dtype=dtype, device=device),
+                   torch.empty(batch, kv_heads, capacity, value_dim, dtype=dtype, device=device),
                    torch.full((batch, kv_heads, capacity), -1, dtype=torch.long, device=device),
                    torch.ones(batch, capacity, dtype=torch.bool, device=device),
                    0, [0] * batch, [0] * batch, bound)
@@ -162,13 +165,13 @@ class SlotStore:
     def _reallocate(self, capacity: int) -> None:
         keep = min(capacity, self.capacity)
 
-        def moved(slots, fill):
-            out = slots.new_full(slots.shape[:2] + (capacity,) + slots.shape[3:], fill)
+        def moved(slots):
+            out = slots.new_empty(slots.shape[:2] + (capacity,) + slots.shape[3:])
             out[:, :, :keep] = slots[:, :, :keep]
             return out
 
-        self.key_slots, self.value_slots = moved(self.key_slots, 0), moved(self.value_slots, 0)
-        self.position_slots = moved(self.position_slots, -1)
+        self.key_slots, self.value_slots, self.position_slots = (
+            moved(self.key_slots), moved(self.value_slots), moved(self.position_slots))
         valid = self.valid_slots.new_ones(self.batch, capacity)
         valid[:, :keep] = self.valid_slots[:, :keep]
         self.valid_slots = valid
@@ -199,12 +202,15 @@ class SlotStore:
                               first.value_slots.shape[-1], first.key_slots.dtype, first.device, first.bound, width)
         start = 0
         for store in stores:
-            rows, columns = slice(start, start + store.batch), slice(width - store.width, width)
+            rows, columns, empty = slice(start, start + store.batch), slice(width - store.width, width), slice(
+                0, width - store.width)
             out.key_slots[rows, :, columns] = store.keys
             out.value_slots[rows, :, columns] = store.values
             out.position_slots[rows, :, columns] = store.positions
             out.valid_slots[rows, columns] = store.valid
-            out.valid_slots[rows, :width - store.width] = False
+            out.key_slots[rows, :, empty] = 0
+            out.value_slots[rows, :, empty] = 0
+            out.valid_slots[rows, empty] = False
             start += store.batch
         out.width = width
         out.counts = [count for store in stores for count in store.counts]

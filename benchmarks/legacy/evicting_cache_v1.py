@@ -2,7 +2,9 @@
 
 `bench_base_decode.py` measures the new base against this one (base_decode_speedup). Attention names are
 prefixed `legacy_` so both can be registered in one process. Not part of the package: do not import it
-from product code."""
+from product code.
+"""
+
 import inspect
 import threading
 
