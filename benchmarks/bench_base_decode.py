@@ -49,7 +49,7 @@ def decode_seconds(module, model, prompts, tokens):
 def main():
     threads = setup_threads()
     print(f"machine: {machine()}")
-    steps, repeats = sizes(320, 140), sizes(3, 1)
+    steps, repeats = sizes(256, 140), sizes(2, 1)
     model, tokenizer = load_smollm2_sdpa()
     rendered = sorted((p for p in (render_prompt(tokenizer, c) for c in gsm8k_conversations(8)) if len(p) > BUDGET),
                       key=len)
