@@ -169,7 +169,8 @@ class EvictingLayer(DynamicLayer):
         queries; every row's tokens end right-aligned in the first max(counts) columns."""
         store, budget = self.store, self.policy.budget
         batch, heads, width = store.batch, store.key_slots.shape[1], store.width
-        counts = [min(count, budget) if row in need else count for row, count in enumerate(store.counts)]
+        needed = set(need)
+        counts = [min(count, budget) if row in needed else count for row, count in enumerate(store.counts)]
         new_width = max(counts)
         steps = torch.arange(width, device=store.device)
         order = (torch.argsort(store.valid.long() * width + steps, dim=-1) if holes   # holes first, then tokens

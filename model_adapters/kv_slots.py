@@ -14,7 +14,8 @@ the invariant after attention (the only place that reads counts back: padded chu
 never the decode loop).
 
 Columns at or beyond `width` are never read, so storage is allocated without clearing it; the empty
-columns a row has inside [0, width) (left padding of a shorter row) are zeros.
+columns a row has inside [0, width) are masked and hold finite values (zeros, or copies of its slots),
+so a masked slot can never turn an attention output into NaN.
 
 Capacity: `bound` slots when the layer evicts (budget + buffer; a longer prompt grows it until its
 first compression), else grown in steps of `GROWTH` slots.
