@@ -14,8 +14,9 @@ post-RoPE queries. Slot counts are host integers the code already knows, so neit
 compressing reads a value back from the device. The attention wrapper lives in `evicting_attention.py`.
 
 Rows: `fork(n)` repeats each row n times (repeat_interleave), `select(rows)` keeps rows,
-`EvictingCache.concat([...])` joins groups of different lengths, `split(sizes)` undoes it. They return
-new caches and never share mutable state with the source.
+`EvictingCache.concat([...])` joins groups of different lengths, `split(sizes)` undoes it, and
+`EvictingCache.gather([(cache, rows), ...])` does any mix of these in one copy. They return new caches
+and never share mutable state with the source.
 """
 
 from dataclasses import dataclass, field
@@ -208,19 +209,20 @@ class EvictingLayer(DynamicLayer):
         """A new layer with the rows `indices` (host ints, in that order)."""
         if not self.is_initialized:
             return EvictingLayer(self.policy)
-        indices = _host_ints(indices)
-        queries = self.queries[device_index(indices, self.device)] if self.queries is not None else None
-        return EvictingLayer(self.policy, self.store.rows(indices), queries)
+        return EvictingLayer.gather([(self, _host_ints(indices))])
 
     @staticmethod
-    def concat(layers: list["EvictingLayer"]) -> "EvictingLayer":
-        """Rows of all `layers` in order; narrower ones are left-padded with empty slots."""
-        if not all(layer.is_initialized for layer in layers):
-            raise ValueError("concat needs caches that have seen at least one forward pass")
-        queries = ([layer.queries for layer in layers] if all(layer.queries is not None for layer in layers)
-                   else None)
-        return EvictingLayer(layers[0].policy, SlotStore.concat([layer.store for layer in layers]),
-                             torch.cat(queries) if queries else None)
+    def gather(parts: list[tuple["EvictingLayer", list[int] | None]]) -> "EvictingLayer":
+        """One new layer with, in order, the rows `indices` of each (layer, indices) part (None: all its
+        rows); narrower parts are left-padded with empty slots."""
+        if not all(layer.is_initialized for layer, _ in parts):
+            raise ValueError("joining rows needs caches that have seen at least one forward pass")
+        queries = None
+        if all(layer.queries is not None for layer, _ in parts):
+            queries = torch.cat([layer.queries if indices is None else layer.queries[device_index(indices, layer.device)]
+                                 for layer, indices in parts])
+        return EvictingLayer(parts[0][0].policy, SlotStore.gather([(layer.store, indices) for layer, indices in parts]),
+                             queries)
 
     def batch_repeat_interleave(self, repeats: int) -> None:
         if self.is_initialized:
@@ -292,8 +294,9 @@ class EvictingCache(Cache):
 
     def select(self, rows) -> "EvictingCache":
         """A new cache with the rows `rows` (host ints or a tensor of indices, in that order)."""
-        rows = _host_ints(rows)
-        return EvictingCache(0, self.policy, layers=[layer.rows(rows) for layer in self.layers])
+        if not self.layers[0].is_initialized:
+            return EvictingCache(len(self.layers), self.policy)
+        return EvictingCache.gather([(self, rows)])
 
     def split(self, sizes: list[int]) -> list["EvictingCache"]:
         """Consecutive groups of `sizes` rows, each trimmed to its own physical length."""
@@ -305,11 +308,18 @@ class EvictingCache(Cache):
     @classmethod
     def concat(cls, caches: list["EvictingCache"]) -> "EvictingCache":
         """The rows of all `caches` in one batch, whatever their lengths (empty slots are never attended)."""
-        policies = {cache.policy for cache in caches}
-        if len(policies) != 1 or len({len(cache.layers) for cache in caches}) != 1:
-            raise ValueError(f"concat needs caches of one policy and layer count, got {policies}")
-        layers = [EvictingLayer.concat(list(group)) for group in zip(*(cache.layers for cache in caches))]
-        return cls(0, caches[0].policy, layers=layers)
+        return cls.gather([(cache, None) for cache in caches])
+
+    @classmethod
+    def gather(cls, parts: list[tuple["EvictingCache", list[int] | None]]) -> "EvictingCache":
+        """In one copy, the rows `indices` of each (cache, indices) part (None: all its rows), in order."""
+        policies = {cache.policy for cache, _ in parts}
+        if len(policies) != 1 or len({len(cache.layers) for cache, _ in parts}) != 1:
+            raise ValueError(f"joining rows needs caches of one policy and layer count, got {policies}")
+        parts = [(cache, None if indices is None else _host_ints(indices)) for cache, indices in parts]
+        layers = [EvictingLayer.gather([(cache.layers[i], indices) for cache, indices in parts])
+                  for i in range(len(parts[0][0].layers))]
+        return cls(0, parts[0][0].policy, layers=layers)
 
 
 def make_evicting_cache(model, *, budget: int | None, method: str = "rkv", buffer: int = 128, window: int = 8,

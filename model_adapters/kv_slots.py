@@ -1,4 +1,4 @@
-"""Preallocated KV slots of one layer for a batch of rows, with the row algebra (select, concat).
+"""Preallocated KV slots of one layer for a batch of rows, with the row algebra (`gather`: select and join).
 
 Tensors (device): keys/values (batch, kv_heads, capacity, dim), `positions` (batch, kv_heads,
 capacity) the token position each slot holds (-1: none), `valid` (batch, capacity). Columns
@@ -178,42 +178,34 @@ class SlotStore:
         self.valid_slots = valid
 
     # -- rows ------------------------------------------------------------------------------------
-    def rows(self, indices: list[int]) -> "SlotStore":
-        """A new store with rows `indices` (in that order), leading columns no selected row uses trimmed."""
-        indices = list(indices)
-        counts = [self.counts[i] for i in indices]
-        width = max(counts, default=0)
-        picked = device_index(indices, self.device)
-        store = SlotStore.empty(len(indices), self.key_slots.shape[1], self.key_slots.shape[-1],
-                                self.value_slots.shape[-1], self.key_slots.dtype, self.device, self.bound, width)
-        columns = slice(self.width - width, self.width)
-        store.key_slots[:, :, :width] = self.key_slots[picked, :, columns]
-        store.value_slots[:, :, :width] = self.value_slots[picked, :, columns]
-        store.position_slots[:, :, :width] = self.position_slots[picked, :, columns]
-        store.valid_slots[:, :width] = self.valid_slots[picked, columns]
-        store.width, store.counts, store.seen = width, counts, [self.seen[i] for i in indices]
-        return store
-
     @staticmethod
-    def concat(stores: list["SlotStore"]) -> "SlotStore":
-        """The rows of all `stores` in order; narrower ones are left-padded with empty columns."""
-        first = stores[0]
-        width = max(store.width for store in stores)
-        out = SlotStore.empty(sum(store.batch for store in stores), first.key_slots.shape[1], first.key_slots.shape[-1],
+    def gather(parts: list[tuple["SlotStore", list[int] | None]]) -> "SlotStore":
+        """One new store with, in order, the rows `indices` of each (store, indices) part (None: all its
+        rows), in one copy. Each part is right-aligned at the new width (the largest count selected) and
+        left-padded with empty columns."""
+        parts = [(store, list(range(store.batch)) if indices is None else list(indices)) for store, indices in parts]
+        counts = [store.counts[i] for store, indices in parts for i in indices]
+        width = max(counts, default=0)
+        first = parts[0][0]
+        out = SlotStore.empty(len(counts), first.key_slots.shape[1], first.key_slots.shape[-1],
                               first.value_slots.shape[-1], first.key_slots.dtype, first.device, first.bound, width)
         start = 0
-        for store in stores:
-            rows, columns, empty = slice(start, start + store.batch), slice(width - store.width, width), slice(
-                0, width - store.width)
-            out.key_slots[rows, :, columns] = store.keys
-            out.value_slots[rows, :, columns] = store.values
-            out.position_slots[rows, :, columns] = store.positions
-            out.valid_slots[rows, columns] = store.valid
+        for store, indices in parts:
+            if not indices:
+                continue
+            part = max(store.counts[i] for i in indices)   # the columns these rows use
+            rows, empty = slice(start, start + len(indices)), slice(0, width - part)
+            source = (slice(None) if indices == list(range(store.batch))
+                      else device_index(indices, store.device), slice(store.width - part, store.width))
+            columns = slice(width - part, width)
+            out.key_slots[rows, :, columns] = store.key_slots[source[0], :, source[1]]
+            out.value_slots[rows, :, columns] = store.value_slots[source[0], :, source[1]]
+            out.position_slots[rows, :, columns] = store.position_slots[source[0], :, source[1]]
+            out.valid_slots[rows, columns] = store.valid_slots[source[0], source[1]]
             out.key_slots[rows, :, empty] = 0
             out.value_slots[rows, :, empty] = 0
             out.valid_slots[rows, empty] = False
-            start += store.batch
-        out.width = width
-        out.counts = [count for store in stores for count in store.counts]
-        out.seen = [seen for store in stores for seen in store.seen]
+            start += len(indices)
+        out.width, out.counts = width, counts
+        out.seen = [store.seen[i] for store, indices in parts for i in indices]
         return out

@@ -5,10 +5,11 @@ A `Row` is one sequence of a problem: its committed state, or one candidate of t
 `RowBatch` stacks the caches of some rows in one cache (row i is batch row i) with their next-token
 logits. `RowTable` owns every candidate row: each lives in exactly one batch, which is either
   - a decoding batch: the rows that take the next token together (one for all problems, or one per
-    problem), kept across tokens and changed only when rows start, finish, commit or abort, or
+    problem), kept across tokens, or
   - a waiting batch of its problem: forked and not decoded yet, or finished and waiting for commit.
-Every row operation builds new cache tensors (`EvictingCache.select` / `concat`); no two batches
-share mutable state.
+Rows leave a batch lazily (`drop` only marks them); a decoding batch whose rows changed is rebuilt once,
+at the next decode, from its staying rows and the joining ones in a single copy (`EvictingCache.gather`).
+No two batches share mutable state.
 """
 
 from dataclasses import dataclass, field
@@ -35,11 +36,13 @@ class Row:
 class RowBatch:
     def __init__(self, rows: list[Row], cache, logits: torch.Tensor):
         self.rows, self.cache, self.logits = rows, cache, logits   # logits (len(rows), vocab), float32
+        self.dropped: set[int] = set()     # ids of rows gone from here; their slots stay until a rebuild
         for row in rows:
             row.batch = self
 
-    def __len__(self) -> int:
-        return len(self.rows)
+    @property
+    def live(self) -> list[Row]:
+        return [row for row in self.rows if id(row) not in self.dropped]
 
     def _positions(self, rows) -> list[int]:
         place = {id(row): i for i, row in enumerate(self.rows)}
@@ -51,25 +54,22 @@ class RowBatch:
         return self.cache.select(positions), self.logits[device_index(positions, self.logits.device)]
 
     def take(self, rows: list[Row]) -> "RowBatch":
-        """A new batch holding copies of `rows`' state; the rows move to it (drop them here afterwards)."""
+        """A new batch holding copies of `rows`' state; the rows move to it (drop them here)."""
         return RowBatch(list(rows), *self.copy_state(rows))
 
     def drop(self, rows: list[Row]) -> None:
-        """Remove `rows` from this batch (their state here is discarded)."""
-        gone = {id(row) for row in rows}
-        keep = [i for i, row in enumerate(self.rows) if id(row) not in gone]
-        if len(keep) == len(self.rows):
-            return
-        self.rows = [self.rows[i] for i in keep]
-        self.cache = self.cache.select(keep) if keep else None
-        self.logits = self.logits[device_index(keep, self.logits.device)]
+        self.dropped.update(id(row) for row in rows)
 
     @classmethod
-    def join(cls, batches: list["RowBatch"]) -> "RowBatch":
-        if len(batches) == 1:
-            return batches[0]
-        cache = type(batches[0].cache).concat([batch.cache for batch in batches])
-        return cls([row for batch in batches for row in batch.rows], cache, torch.cat([b.logits for b in batches]))
+    def gather(cls, parts: list[tuple["RowBatch", list[Row]]]) -> "RowBatch":
+        """One batch of, in order, the given rows of each part, built in one copy (or the part itself when
+        it is the only one and keeps all its rows)."""
+        if len(parts) == 1 and parts[0][1] == parts[0][0].rows and not parts[0][0].dropped:
+            return parts[0][0]
+        positions = [batch._positions(rows) for batch, rows in parts]
+        cache = type(parts[0][0].cache).gather([(batch.cache, p) for (batch, _), p in zip(parts, positions)])
+        logits = torch.cat([batch.logits[device_index(p, batch.logits.device)] for (batch, _), p in zip(parts, positions)])
+        return cls([row for _, rows in parts for row in rows], cache, logits)
 
 
 class RowTable:
@@ -89,41 +89,47 @@ class RowTable:
         """Make `handles` exactly the decoding rows and return the batches that hold them: decoding rows
         not asked for have finished (they wait for commit), asked-for rows not decoding yet join."""
         wanted = {id(self.rows[handle]) for handle in handles}
-        for group, batch in list(self.decoding.items()):
-            done = [row for row in batch.rows if id(row) not in wanted]
+        parts: dict[Hashable, list] = {}
+        changed = set()
+        for group, batch in self.decoding.items():
+            live = batch.live
+            done = [row for row in live if id(row) not in wanted]
             if done:
                 self._finish(batch, done)
-            if not batch.rows:
-                del self.decoding[group]
-        joining: dict[Hashable, list[RowBatch]] = {}
+            staying = [row for row in live if id(row) in wanted]
+            parts[group] = [(batch, staying)] if staying else []
+            if len(staying) != len(batch.rows):
+                changed.add(group)
         for key, batches in self.waiting.items():
             for batch in list(batches):
-                starting = [row for row in batch.rows if id(row) in wanted]
+                starting = [row for row in batch.live if id(row) in wanted]
                 if not starting:
                     continue
-                if len(starting) == len(batch):
-                    batches.remove(batch)
+                if len(starting) == len(batch.live):
+                    batches.remove(batch)       # the whole batch starts (and may become the decoding batch)
                 else:
-                    rest, batch = batch, batch.take(starting)
-                    rest.drop(starting)
-                joining.setdefault(None if self.batch_problems else key, []).append(batch)
-        for group, batches in joining.items():
-            current = [self.decoding[group]] if group in self.decoding else []
-            self.decoding[group] = RowBatch.join(current + batches)
-            for row in self.decoding[group].rows:
-                row.status = DECODING
+                    batch.drop(starting)
+                group = None if self.batch_problems else key
+                parts.setdefault(group, []).append((batch, starting))
+                changed.add(group)
+        for group in changed:
+            if parts[group]:
+                self.decoding[group] = RowBatch.gather(parts[group])
+                for row in self.decoding[group].rows:
+                    row.status = DECODING
+            else:
+                del self.decoding[group]
         return list({id(self.rows[h].batch): self.rows[h].batch for h in handles}.values())
 
     def _finish(self, batch: RowBatch, rows: list[Row]) -> None:
         by_problem: dict[Hashable, list[Row]] = {}
         for row in rows:
             by_problem.setdefault(row.key, []).append(row)
+        batch.drop(rows)
         for key, finished in by_problem.items():
-            parked = batch.take(finished)
+            self.waiting.setdefault(key, []).append(batch.take(finished))
             for row in finished:
                 row.status = FINISHED
-            self.waiting.setdefault(key, []).append(parked)
-        batch.drop(rows)
 
     def copy_state(self, handle):
         """(cache, logits) of one row, copied (the row stays where it is)."""
@@ -134,20 +140,17 @@ class RowTable:
         """Forget rows (abort)."""
         for handle in handles:
             row = self.rows.pop(handle)
-            batch = row.batch
-            batch.drop([row])
-            if not batch.rows:
-                self._forget(batch)
+            row.batch.drop([row])
+            if not row.batch.live:
+                self._forget(row.batch)
 
     def remove_problem(self, key) -> None:
         """Forget every row of problem `key`."""
         for batch in list(self.decoding.values()):
             batch.drop([row for row in batch.rows if row.key == key])
-            if not batch.rows:
+            if not batch.live:
                 self._forget(batch)
-        for batch in self.waiting.pop(key, []):
-            for row in batch.rows:
-                self.rows.pop(row.handle, None)
+        self.waiting.pop(key, None)
         for handle in [h for h, row in self.rows.items() if row.key == key]:
             del self.rows[handle]
 
