@@ -122,8 +122,8 @@ class SlotStore:
         valid slots, causal inside the chunk, and every query sees its own slot (pad queries, whose output
         is unused, never produce NaN). None when nothing needs masking (one query, every slot valid)."""
         width = self.width
-        if q_length == 1 and self.all_valid():
-            return None
+        if q_length == 1:   # a decode step: its own slot is the newest, valid one
+            return None if self.all_valid() else self.valid[:, None, None, :]
         slots = torch.arange(width, device=self.device)
         last = width - q_length + torch.arange(q_length, device=self.device)
         causal = slots[None, :] <= last[:, None]
