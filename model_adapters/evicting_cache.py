@@ -9,7 +9,7 @@ token (rows of different lengths batched together are left-padded with empty slo
 before caching, so a kept key keeps its position; the next token's position is the number of tokens
 the row has seen (`lengths`), not the physical size. When a row holds budget + buffer slots (or at
 prefill, when its prompt is longer than the budget) it is compressed in place to `budget` slots per KV
-head after the step's attention, scored by `kvrescue_eval.eviction.kept_indices` on its last `window`
+head after the step's attention, scored by its evictor (`kvrescue_eval.eviction.select_kept`) on its last `window`
 post-RoPE queries. Slot counts are host integers the code already knows, so neither decoding nor
 compressing reads a value back from the device. The attention wrapper lives in `evicting_attention.py`.
 
@@ -166,7 +166,7 @@ class EvictingLayer(DynamicLayer):
         self.queries = queries.gather(2, newest[:, None, :, None].expand(-1, queries.shape[1], -1, queries.shape[3]))
 
     def _compress(self, need: list[int], holes: bool) -> None:
-        """Rows in `need` keep `budget` slots per KV head, chosen by `kept_indices` on their last `window`
+        """Rows in `need` keep `budget` slots per KV head, chosen by the evictor on their last `window`
         queries; every row's tokens end right-aligned in the first max(counts) columns."""
         store, budget = self.store, self.policy.budget
         batch, heads, width = store.batch, store.key_slots.shape[1], store.width
