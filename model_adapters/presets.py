@@ -32,11 +32,13 @@ PRESETS = {
     # longest answer, so an evicted base that lost the list can run on. Detector: the testbed's own entropy
     # rule (mean over the tokens of one 4-token step, from its second token on, above 0.25 nats): the paper's
     # (7 nats over 12 tokens after a 24-token guard) cannot fire inside a 4-token step of a 482-token
-    # vocabulary; the gzip rule keeps the paper's values and cannot fire on steps this short.
+    # vocabulary; the gzip rule keeps the paper's values and cannot fire on steps this short. Buffer 16 (4
+    # steps): the evicted cache is compressed again and again while an answer is written, as the paper's
+    # 128-token buffer is over its thousands-token solutions (with 128 it would happen at the prompt only).
     "recall-cpu": dict(base=TESTBED + "base", helper=TESTBED + "helper", prm=TESTBED + "prm",
-                       scorer="helper-logprob", evictor="rkv", budget=32, n=4, max_steps=64, max_step_tokens=8,
-                       max_problems_in_flight=32, dtype="float32", detector_entropy_threshold=0.25,
-                       detector_window=4, detector_guard=1),
+                       scorer="helper-logprob", evictor="rkv", budget=32, buffer=16, n=4, max_steps=64,
+                       max_step_tokens=8, max_problems_in_flight=32, dtype="float32",
+                       detector_entropy_threshold=0.25, detector_window=4, detector_guard=1),
 }
 DEFAULT_PRESET = "smollm2-cpu"
 
