@@ -7,7 +7,9 @@ modes run the same problems with the same seeds and settings; per problem, means
 steps, output tokens, base tokens generated (all candidates, aborted ones included), helper tokens.
 
 rescue_vs_bon_base_tokens = mean base tokens of rescue / mean base tokens of bon (the paper
-reports 43% to 70% fewer, i.e. 0.30 to 0.57).
+reports 43% to 70% fewer, i.e. 0.30 to 0.57). Each mode runs with its default detector (on for rescue
+only, as in the paper). On the testbed an evicted base that lost the list runs on to the step cap while
+rescue's helper and PRM end the answer (docs/testbed.md).
 """
 
 import time
@@ -33,7 +35,7 @@ def testbed_available() -> bool:
     used = [value.removeprefix(TESTBED) for value in PRESETS[TESTBED_PRESET].values()
             if isinstance(value, str) and value.startswith(TESTBED)]
     try:
-        for name in used:  # only the models the preset names (it scores without the PRM today)
+        for name in used:  # the models the preset names
             weights_dir(name)
     except FileNotFoundError:
         return False

@@ -1,9 +1,12 @@
 """The testbed's calibration table: `python -m kvrescue_eval.model_adapters.testbed.calibrate`.
 
 Runs the plain `lm_eval --model kvrescue --model_args preset=recall-cpu,...` command for every mode,
-N and budget of the grid on task kv_recall, then prints pass@1, recovery, helper share of committed
-steps, early-exit rate and base tokens per problem as a Markdown table. `--evictor snapkv` (or any
-name of `kvrescue_eval.eviction.EVICTORS`) measures another evictor on the same grid.
+N and budget of the grid on task kv_recall (each mode with its default detector: on for rescue only),
+then prints per row pass@1, recovery, committed steps, base and helper tokens per problem, helper
+share of committed steps, degeneration rate and early-exit rate (early exits / base candidates) as a
+Markdown table. `--evictor snapkv` (or any name of `kvrescue_eval.eviction.EVICTORS`) measures another
+evictor on the same grid; `--keep DIR` keeps the lm_eval output folders, for `kvrescue-eval report DIR
+--metric pass_at_1` (Table 1 and Table 2 layouts).
 """
 
 import argparse
@@ -45,25 +48,35 @@ def run_lm_eval(mode, n, budget, *, evictor, limit, seed, out):
 
 def summarize(results):
     metrics = results["results"][TASK]
-    totals = results["config"]["kvrescue"]["totals"]
-    steps = max(totals["steps"], 1)
+    info = results["config"]["kvrescue"]
+    totals = info["totals"]
+    problems, steps = totals["problems"], max(totals["steps"], 1)
+    base_candidates = steps * info["n_base"]
     return {
         "pass_at_1": metrics["pass_at_1,none"],
         "step_accuracy": metrics["step_accuracy,none"],
+        "steps": totals["steps"] / problems,
+        "base_tokens": totals["base_tokens"] / problems,
+        "helper_tokens": totals["helper_tokens"] / problems,
         "helper_share": totals["helper_steps"] / steps,
-        "early_exits_per_problem": totals["early_exits"] / totals["problems"],
-        "base_tokens_per_problem": totals["base_tokens"] / totals["problems"],
+        "degeneration_rate": metrics["degenerated,none"],
+        "early_exit_rate": totals["early_exits"] / base_candidates if base_candidates else 0.0,
     }
 
 
+COLUMNS = ("N", "budget", "mode", "pass@1", "step acc.", "recovery", "steps", "base tokens", "helper tokens",
+           "helper share", "degeneration", "early exits")
+
+
 def table(rows):
-    lines = ["| N | budget | mode | pass@1 | step acc. | recovery | helper share | early exits/problem | base tokens/problem |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in rows:
         recovery = "" if row.get("recovery") is None else f"{row['recovery']:.2f}"
-        lines.append(f"| {row['n']} | {row['budget'] or 'full'} | {row['mode']} | {row['pass_at_1']:.3f} | "
-                     f"{row['step_accuracy']:.3f} | {recovery} | {row['helper_share']:.2f} | "
-                     f"{row['early_exits_per_problem']:.2f} | {row['base_tokens_per_problem']:.1f} |")
+        cells = (row["n"], row["budget"] or "full", row["mode"], f"{row['pass_at_1']:.3f}",
+                 f"{row['step_accuracy']:.3f}", recovery, f"{row['steps']:.1f}", f"{row['base_tokens']:.0f}",
+                 f"{row['helper_tokens']:.0f}", f"{row['helper_share']:.2f}", f"{row['degeneration_rate']:.1%}",
+                 f"{row['early_exit_rate']:.1%}")
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines)
 
 
@@ -85,17 +98,20 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--jobs", type=int, default=1, help="lm_eval runs at once, one thread each")
+    parser.add_argument("--keep", type=Path, help="keep the lm_eval output folders here (for kvrescue-eval report)")
     args = parser.parse_args(argv)
 
     def row(i, mode, n, budget, scratch):
+        name = f"{mode}-n{n}" + (f"-{args.evictor}-b{budget}" if budget else "")
         results = run_lm_eval(mode, n, budget, evictor=args.evictor, limit=args.limit, seed=args.seed,
-                              out=Path(scratch) / str(i))
+                              out=Path(scratch) / name)
         done = {"mode": mode, "n": n, "budget": budget, **summarize(results)}
         print(f"{mode} n={n} budget={budget}: pass@1 {done['pass_at_1']:.3f}", file=sys.stderr, flush=True)
         return done
 
     with tempfile.TemporaryDirectory() as scratch, ThreadPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(lambda job: row(*job, scratch),
+        folder = args.keep or scratch
+        rows = list(pool.map(lambda job: row(*job, folder),
                              [(i, *setting) for i, setting in enumerate(grid(args.n, args.budget))]))
     add_recovery(rows)
     if args.json:

@@ -1,10 +1,20 @@
 """Writes the kv_recall data: `python -m kvrescue_eval.tasks.kv_recall.generate` (byte-identical on rerun).
 
-A problem lists PAIRS key/value pairs (distinct keys, distinct values), one "key = value" per line
-block, and asks to recall them all in the listed order; the answer is one step "key = value" per pair,
-steps separated by a blank line. The recall is ordered (each answer step sits at a fixed distance from
-its pair in the prompt) because tiny models trained on a shared CPU for minutes learn fixed-offset
-copying but not the content lookup of a key's value (docs/kv_recall.md).
+A problem is a list of ROWS numbered rows " key = value", one per blank-line block, then the instruction.
+The first L rows (L drawn from PAIRS) hold distinct values; every later row holds the value "end". The
+answer writes the rows again, one step "key = value" per pair, then the first "end" row (" L+1 = end")
+and EOS; steps are separated by blank lines.
+
+The ending is in the list, not in the answer's length: L varies, so a model knows the pairs are done only
+by reading the row it copies from. Under eviction the "end" rows go first: R-KV drops redundant keys, and
+these are many equal tokens; the instruction after the list keeps them out of the newest slots that an
+evictor always keeps. A base whose cache lost them writes some value instead and goes on counting rows,
+past the list, as a real evicted model loses track of where its solution stands. The PRM reads the step
+"L+1 = end" like any other (it cannot see EOS).
+
+Why numbered rows at fixed places: tiny models trained for minutes on a shared CPU learn to copy from a
+fixed distance (every row, used or not, keeps its place, so step i always sits at the same distance from
+row i) and to count, but not to look a word up by its content (docs/testbed.md).
 Every step starts with a space, as every word of the question does, so that a word is the same token
 wherever it appears (the tokenizer is byte-level: "ant" and " ant" are different tokens).
 """
@@ -16,9 +26,9 @@ from pathlib import Path
 
 from kvrescue_eval import STEP_SEPARATOR
 
-from .words import EQUALS, KEYS, LIST_MARK, SYSTEM, VALUES
+from .words import END, EQUALS, INSTRUCTION, KEYS, LIST_MARK, ROWS, SYSTEM, VALUES
 
-PAIRS = 16
+PAIRS = (8, 20)  # fewest and most pairs of a problem
 SPLITS = {"train": (4000, 1234), "test": (200, 4321)}  # split -> (problems, seed)
 DATA_DIR = Path(__file__).parent / "data"
 STEP_PREFIX = " "
@@ -28,23 +38,24 @@ def step(key, value):
     return f"{key} {EQUALS} {value}"
 
 
-def question(pairs):
-    return LIST_MARK + "".join(STEP_SEPARATOR + STEP_PREFIX + step(k, v) for k, v in pairs)
+def question(values):
+    rows = [step(key, value) for key, value in zip(KEYS, values + [END] * (ROWS - len(values)), strict=True)]
+    return LIST_MARK + "".join(STEP_SEPARATOR + STEP_PREFIX + line for line in rows + [INSTRUCTION])
 
 
 def pairs_of(problem):
-    """The (key, value) pairs listed in a problem's question, in order."""
-    blocks = problem["question"].split(STEP_SEPARATOR)[1:]
-    return [tuple(block.split(f" {EQUALS} ")) for block in (b.strip() for b in blocks)]
+    """The (key, value) pairs listed in a problem's question, in order (the rows before the first "end")."""
+    rows = [block.strip().split(f" {EQUALS} ") for block in problem["question"].split(STEP_SEPARATOR)[1:-1]]
+    return [tuple(row) for row in rows[:[value for _, value in rows].index(END)]]
 
 
 def make_problem(rng, index, split):
-    pairs = list(zip(rng.sample(KEYS, PAIRS), rng.sample(VALUES, PAIRS)))
+    values = rng.sample(VALUES, rng.randint(*PAIRS))
     return {
         "id": f"{split}-{index:05d}",
         "system": SYSTEM,
-        "question": question(pairs),
-        "steps": [step(k, v) for k, v in pairs],
+        "question": question(values),
+        "steps": [step(key, value) for key, value in zip(KEYS, values)] + [step(KEYS[len(values)], END)],
     }
 
 
@@ -55,7 +66,7 @@ def make_split(split):
 
 
 def answer(problem):
-    """The expected assistant turn."""
+    """The expected assistant turn (EOS follows it)."""
     return STEP_SEPARATOR.join(STEP_PREFIX + step for step in problem["steps"])
 
 

@@ -2,7 +2,12 @@
 
 The doc's conversation is a system turn (the task's `description`) and the user turn (the listed
 pairs); docs also carry it as `messages`, as the math tasks do. A response is right when its non-empty
-steps, split at blank lines, are exactly the expected "key = value" steps, in order.
+steps, split at blank lines, are exactly the expected steps, in order: every "key = value", then "end".
+
+Degeneration: the paper counts a sample as degenerated when it is wrong and ran to at least 256 steps, a
+quarter of its 1024-step cap and about ten times a normal solution. A kv_recall answer has 17 steps and
+the testbed caps trajectories at 64, so here a sample is degenerated when it is wrong and ran to at least
+DEGENERATION_FACTOR times the steps of its answer (34): it went on long after the list was done.
 """
 
 import json
@@ -11,6 +16,8 @@ from importlib import resources
 from kvrescue_eval import STEP_SEPARATOR
 from kvrescue_eval.stats import TextWithStats
 from kvrescue_eval.tasks import seed_metrics
+
+DEGENERATION_FACTOR = 2
 
 
 def read_split(split):
@@ -57,4 +64,11 @@ def process_results(doc, results):
     }
     if responses and all(isinstance(r, TextWithStats) for r in responses):
         metrics.update(seed_metrics.engine_statistics(responses, metrics["pass_at_1"]))
+        metrics["degenerated"] = [degenerated(r.stats["steps"], right, doc["steps"])
+                                  for r, right in zip(responses, metrics["pass_at_1"])]
     return metrics
+
+
+def degenerated(steps, right, expected):
+    """Wrong, and at least DEGENERATION_FACTOR times as many committed steps as the answer has."""
+    return int(not right and steps >= DEGENERATION_FACTOR * len(expected))

@@ -1,11 +1,7 @@
-"""The closed vocabulary of the kv_recall task: keys and values are disjoint word sets."""
+"""The closed vocabulary of the kv_recall task: numbered keys (rows) and material values."""
 
-KEYS = (
-    "ant bat bear bee bird boar bull calf camel cat cod colt cow crab crow deer dog dove duck eel "
-    "elk emu fox frog goat gull hare hawk hen heron horse ibis jay kite lamb lark lion lynx mink "
-    "mole moose moth mouse mule newt owl ox panda pig pony puma quail ram rat raven seal shark "
-    "sheep snail snake swan tiger toad wolf"
-).split()
+ROWS = 21  # rows of every list: up to 20 pairs, then rows whose value is END
+KEYS = [str(row) for row in range(1, ROWS + 1)]
 
 VALUES = (
     "amber apple ash bark basil beach bell berry birch bread brick brook cedar chalk cheese "
@@ -17,9 +13,10 @@ VALUES = (
 
 SYSTEM = "recall the value of each key"
 LIST_MARK = "pairs"
+END = "end"  # the value of the rows after the last pair, and of the answer's last step
+INSTRUCTION = "now write every pair in order"  # closes the user turn, after the list
 QUERY_MARK = "?"
 EQUALS = "="
 
-assert len(KEYS) == 64 and len(set(KEYS)) == 64, len(KEYS)
 assert len(VALUES) == 64 and len(set(VALUES)) == 64, len(VALUES)
-assert not set(KEYS) & set(VALUES)
+assert not set(KEYS) & set(VALUES) and END not in KEYS + VALUES

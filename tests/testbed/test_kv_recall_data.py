@@ -5,8 +5,9 @@ from importlib import resources
 
 import pytest
 
+from kvrescue_eval.stats import TextWithStats
 from kvrescue_eval.tasks.kv_recall import generate, utils
-from kvrescue_eval.tasks.kv_recall.words import KEYS, VALUES
+from kvrescue_eval.tasks.kv_recall.words import END, INSTRUCTION, ROWS, VALUES
 
 
 def shipped(split):
@@ -23,15 +24,21 @@ def test_generator_reproduces_the_shipped_files_byte_for_byte(tmp_path):
 def test_every_problem_follows_the_definition(split):
     problems = [json.loads(line) for line in shipped(split).decode().splitlines()]
     assert len(problems) == generate.SPLITS[split][0]
+    lengths = set()
     for problem in problems:
-        mark, *blocks = problem["question"].split("\n\n")
-        assert mark == "pairs" and len(blocks) == generate.PAIRS
-        assert all(block.startswith(" ") and block.count(" = ") == 1 for block in blocks)
-        keys = [block.split(" = ")[0].strip() for block in blocks]
-        values = [block.split(" = ")[1] for block in blocks]
-        assert len(set(keys)) == generate.PAIRS and set(keys) <= set(KEYS)
-        assert len(set(values)) == generate.PAIRS and set(values) <= set(VALUES)
-        assert problem["steps"] == [f"{k} = {v}" for k, v in zip(keys, values)]
+        mark, *rows, instruction = problem["question"].split("\n\n")
+        assert (mark, instruction, len(rows)) == ("pairs", " " + INSTRUCTION, ROWS)
+        keys = [row.split(" = ")[0] for row in rows]
+        values = [row.split(" = ")[1] for row in rows]
+        assert keys == [f" {i}" for i in range(1, ROWS + 1)]
+        pairs = values.index(END)
+        lengths.add(pairs)
+        assert values[pairs:] == [END] * (ROWS - pairs)  # every row after the pairs says "end"
+        assert len(set(values[:pairs])) == pairs and set(values[:pairs]) <= set(VALUES)
+        # the answer writes the rows again, up to and including the first "end" row
+        assert problem["steps"] == [row.strip() for row in rows[:pairs + 1]]
+        assert generate.pairs_of(problem) == [(str(i + 1), v) for i, v in enumerate(values[:pairs])]
+    assert lengths == set(range(generate.PAIRS[0], generate.PAIRS[1] + 1))  # every length occurs
 
 
 def test_train_and_test_problems_differ():
@@ -40,30 +47,56 @@ def test_train_and_test_problems_differ():
     assert not train & test
 
 
-def test_the_pairs_overflow_the_tightest_budget():
-    # Every key and every value is one token: the keys and values alone are 2 * PAIRS tokens, more than a
-    # budget of 32 keeps besides the 8 newest (the end of the prompt: chat markers and the last pair).
-    assert 2 * generate.PAIRS > 32 - 8
+def test_the_rows_overflow_both_budgets_of_the_grid():
+    # Every key, "=" and value is one token: the rows alone are 4 * ROWS tokens, more than the budgets 32 and
+    # 64 keep besides the 8 newest (the end of the prompt: the instruction and the chat markers).
+    assert 4 * ROWS > 64 - 8
 
 
-DOC = {"steps": ["ant = amber", "bee = apple"]}
+def test_the_end_rows_are_not_among_the_newest_prompt_slots():
+    """An evictor always keeps the newest `window` (8) slots of the prompt: the instruction after the list
+    keeps the "end" rows out of them, so an evicted base can lose them (and with them, when to stop)."""
+    from kvrescue_eval.model_adapters.testbed.tokenizer import build_tokenizer
+
+    tokenizer = build_tokenizer()
+    doc = utils.read_split("test")[0]
+    prompt = tokenizer.apply_chat_template(utils.conversation(doc), tokenize=False, add_generation_prompt=True)
+    ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    last_end = len(ids) - 1 - ids[::-1].index(tokenizer.convert_tokens_to_ids(" " + END))
+    assert len(ids) - last_end > 8
+
+
+DOC = {"steps": ["1 = amber", "2 = apple", "3 = end"]}
 
 
 @pytest.mark.parametrize("text, passed, accuracy", [
-    (" ant = amber\n\n bee = apple", 1, 1.0),
-    ("ant = amber\n\nbee = apple\n\n", 1, 1.0),           # spacing around steps does not matter
-    (" ant = amber\n\n bee = ash", 0, 0.5),
-    (" ant = ash\n\n bee = apple", 0, 0.5),
-    (" bee = apple\n\n ant = amber", 0, 0.0),              # the order of the queries is part of the answer
-    (" ant = amber", 0, 0.5),
-    (" ant = amber\n\n bee = apple\n\n ant = amber", 0, 1.0),  # an extra step fails pass@1 only
+    (" 1 = amber\n\n 2 = apple\n\n 3 = end", 1, 1.0),
+    ("1 = amber\n\n2 = apple\n\n3 = end\n\n", 1, 1.0),      # spacing around steps does not matter
+    (" 1 = amber\n\n 2 = ash\n\n 3 = end", 0, 2 / 3),
+    (" 2 = apple\n\n 1 = amber\n\n 3 = end", 0, 1 / 3),     # the order of the pairs is part of the answer
+    (" 1 = amber\n\n 2 = apple", 0, 2 / 3),                   # an answer that never ends is wrong
+    (" 1 = amber\n\n 2 = apple\n\n 3 = amber", 0, 2 / 3),
+    (" 1 = amber\n\n 2 = apple\n\n 3 = end\n\n 4 = end", 0, 1.0),  # an extra step fails pass@1 only
     ("", 0, 0.0),
 ])
 def test_pass_at_1_and_step_accuracy(text, passed, accuracy):
     metrics = utils.process_results(DOC, [[text]])
     assert metrics["pass_at_1"] == [passed]
-    assert metrics["step_accuracy"] == [accuracy]
+    assert metrics["step_accuracy"] == [pytest.approx(accuracy)]
 
 
 def test_target_is_the_blank_line_separated_steps():
-    assert utils.target(DOC) == " ant = amber\n\n bee = apple"
+    assert utils.target(DOC) == " 1 = amber\n\n 2 = apple\n\n 3 = end"
+
+
+@pytest.mark.parametrize("text, steps, degenerated", [
+    (" 1 = amber\n\n 2 = apple\n\n 3 = end", 3, 0),
+    (" 1 = amber\n\n 2 = apple\n\n 3 = end", 6, 0),      # right answers never count
+    ("\n\n".join(f" {i} = amber" for i in range(1, 6)), 5, 0),  # wrong but short: under 2 x 3 steps
+    ("\n\n".join(f" {i} = amber" for i in range(1, 7)), 6, 1),  # wrong, twice the answer's length
+])
+def test_degenerated_means_wrong_and_twice_as_long_as_the_answer(text, steps, degenerated):
+    stats = {"steps": steps, "base_tokens": 4 * steps}
+    metrics = utils.process_results(DOC, [[TextWithStats(text, stats, "max_steps")]])
+    assert metrics["degenerated"] == [degenerated]
+    assert metrics["steps"] == [steps]

@@ -17,7 +17,7 @@ def tokenizer(tmp_path_factory):
 
 
 def test_loaded_tokenizer_encodes_as_the_built_one(tokenizer):
-    text = "<|im_start|>user\npairs ant amber\n\n ant = ?<|im_end|>\n<|im_start|>assistant\n ant = amber<|im_end|>"
+    text = "<|im_start|>user\npairs\n\n 1 = amber\n\n 2 = end<|im_end|>\n<|im_start|>assistant\n 1 = amber<|im_end|>"
     built = build_tokenizer()
     assert tokenizer(text, add_special_tokens=False)["input_ids"] == built(text, add_special_tokens=False)["input_ids"]
 
@@ -32,11 +32,11 @@ def test_chat_template_renders_the_qwen_layout(tokenizer):
 
 def test_every_word_is_one_token_and_text_round_trips(tokenizer):
     text = "<|im_start|>user\npairs " + " ".join(f"{k} {v}" for k, v in zip(KEYS, VALUES)) \
-        + " ? ant<|im_end|>\n<|im_start|>assistant\n ant = amber\n\n bee = apple<extra_0><|im_end|>"
+        + " ? 1<|im_end|>\n<|im_start|>assistant\n 1 = amber\n\n 12 = apple<extra_0><|im_end|>"
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     assert tokenizer.decode(ids) == text
-    # im_start, user, \n, pairs, 2 words per pair, ?, ant, im_end, \n, im_start, assistant, \n,
-    # ant = amber \n\n bee = apple, <extra_0>, im_end
+    # im_start, user, \n, pairs, 2 words per pair, ?, 1, im_end, \n, im_start, assistant, \n,
+    # 1 = amber \n\n 12 = apple, <extra_0>, im_end
     assert len(ids) == 4 + 2 * len(KEYS) + 2 + 5 + 7 + 2
 
 
