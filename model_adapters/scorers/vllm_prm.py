@@ -12,6 +12,7 @@ from typing import Hashable, Sequence
 
 from kvrescue_eval.engine.scoring import ScoreRequest
 
+from ..vllm_loading import VLLM_CALL
 from .qwen_prm import QwenPRMScorer, resolve_checkpoint, step_tag_id
 
 
@@ -29,7 +30,8 @@ class VLLMQwenPRMScorer(QwenPRMScorer):
         prompts = [TokensPrompt(prompt_token_ids=self._through_last_tag(
                        self.encode(self.render(r.system, r.question, [*r.steps, candidate]))))
                    for r in requests for candidate in r.candidates]
-        outputs = iter(self.llm.encode(prompts, pooling_task="token_classify", use_tqdm=False) if prompts else [])
+        with VLLM_CALL:
+            outputs = iter(self.llm.encode(prompts, pooling_task="token_classify", use_tqdm=False) if prompts else [])
         return [[float(next(outputs).outputs.data[-1][1]) for _ in r.candidates] for r in requests]
 
     def release(self, key: Hashable) -> None:
