@@ -88,14 +88,8 @@ def pairs(doc):
     return len(doc["steps"]) - 1
 
 
-# The shipped PRM checks values and keys only roughly (docs/testbed.md, "Models": 35 of these 40 pairs
-# ranked right, measured), which is why the preset scores with the helper's log-probability.
-def test_prm_prefers_the_right_value():
-    """The step's key with the value of the next listed pair (what an evicted base often writes)."""
-    wins = prm_wins(some_place, listed, lambda doc, at: f" {key_of(doc, at)} = {value_of(doc, at + 1)}")
-    assert wins >= 0.8
-
-
+# The shipped PRM checks keys (35 of these 40 pairs ranked right, measured) and the ending, but not values
+# (docs/testbed.md, "Models"): the preset scores with the helper's log-probability.
 def test_prm_prefers_the_right_key():
     """Another listed key with the right value."""
     wins = prm_wins(some_place, listed, lambda doc, at: f" {key_of(doc, at + 1)} = {value_of(doc, at)}")
