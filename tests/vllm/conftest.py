@@ -47,7 +47,14 @@ def save_tiny_lm(folder):
                          architectures=["Qwen2ForCausalLM"])
     model = Qwen2ForCausalLM(config).float()
     separator = tokenizer("\n\n", add_special_tokens=False)["input_ids"][0]
-    with torch.no_grad():  # "\n\n" takes over much of EOS's (often winning) output row
+    with torch.no_grad():
+        # No lone byte tokens (their text is no UTF-8, and vLLM's incremental detokenizer then sees another
+        # step text than a whole decode): a zero output row scores 0, below the best of the random rows.
+        for token in range(len(tokenizer)):
+            text = tokenizer.decode([token])
+            if "\ufffd" in text or any(ord(c) < 32 and c != "\n" for c in text):
+                model.lm_head.weight[token] = 0.0
+        # "\n\n" takes over much of EOS's (often winning) output row
         eos = model.lm_head.weight[tokenizer.eos_token_id].clone()
         model.lm_head.weight[separator] = eos + 3 * model.lm_head.weight[separator]
         model.lm_head.weight[tokenizer.eos_token_id] = 0.5 * eos
