@@ -1,7 +1,7 @@
 .PHONY: test gate lint bench bench-quick
 
 test:
-	python -m pytest -q
+	python -m pytest -q --ignore=tests/vllm && python -m pytest -q tests/vllm
 
 gate:
 	./.ci/recovery-gate
