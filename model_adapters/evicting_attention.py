@@ -4,8 +4,8 @@ Registered in transformers' `ALL_ATTENTION_FUNCTIONS` (and their mask builder in
 `ALL_MASK_ATTENTION_FUNCTIONS`), so a model uses them by name through its config: no model class is
 patched. For a step on an `EvictingCache` they
   1. take the mask from the cache layer (its slots that hold a token, causal inside the chunk),
-  2. attend over grouped KV heads without repeating them (sdpa with `enable_gqa`; the eager formula
-     with the query heads of a group stacked on the query axis), and
+  2. attend over grouped KV heads without repeating them (sdpa and the eager formula both with the
+     query heads of a group stacked on the query axis), and
   3. hand the step's post-RoPE queries to the layer, which captures the last `window` and evicts.
 Nothing here reads a tensor value back to the host: every decision uses the layer's host counters.
 
@@ -78,11 +78,16 @@ def _evicting_mask(base: str):
 
 
 def grouped_sdpa(query, key, value, mask, scaling):
-    """torch's sdpa over grouped KV heads (`enable_gqa`: no repeated key/value heads are materialised)."""
-    group = query.shape[1] // key.shape[1]
-    output = torch.nn.functional.scaled_dot_product_attention(
-        query, key, value, attn_mask=mask, scale=scaling, enable_gqa=group > 1)
-    return output.transpose(1, 2).contiguous(), None
+    """torch's sdpa over grouped KV heads: the `group` query heads of each KV head stacked on the query axis,
+    so no repeated key/value heads are materialised and each KV head is read once for all its queries (in
+    decode, where each head has one query, this is about twice as fast on CPU as sdpa's `enable_gqa`)."""
+    batch, heads, q_length, dim = query.shape
+    group = heads // key.shape[1]
+    stacked = query.reshape(batch, key.shape[1], group * q_length, dim)
+    if mask is not None and q_length > 1:
+        mask = mask.repeat(1, 1, group, 1)   # row g * q + t of the stack is query t of head g
+    output = torch.nn.functional.scaled_dot_product_attention(stacked, key, value, attn_mask=mask, scale=scaling)
+    return output.view(batch, heads, q_length, -1).transpose(1, 2).contiguous(), None
 
 
 def grouped_eager(query, key, value, mask, scaling):
