@@ -3,9 +3,8 @@
 A scorer turns each candidate into token ids (the full rendered input, tokenized at once so the
 ids are exactly those of the whole string) and names the part it wants cached: the longest prefix
 shared with the committed trajectory. Only the rest of each row runs through the model, after the
-cached keys and values. Rows of different trajectories go in one batch: their prefixes are
-left-padded (masked) to a common length, their new tokens right-padded, and every row gets its own
-positions, so each row computes exactly what it would alone.
+cached keys and values, in batches of rows of one trajectory that share the prefix without a copy (their
+new tokens right-padded), so each row computes exactly what it would alone.
 """
 
 from dataclasses import dataclass, field
@@ -86,11 +85,17 @@ class PrefixCache:
 
     def run(self, rows: Sequence[Row], reduce: Callable[[int, torch.Tensor], object]) -> list:
         """`reduce(i, logits)` of every row, where `logits` (len(new_ids), classes) are the model's
-        outputs at the row's new tokens. Rows are batched by similar length."""
+        outputs at the row's new tokens. A batch holds rows of one trajectory (one prefix), by similar
+        length: they share the cached keys and values without a copy. Mixing trajectories would copy
+        every prefix into a left-padded batch and attend over the padding, while a trajectory's
+        candidates alone already make a prefill-sized, compute-bound batch."""
         if any(not row.new_ids for row in rows):
             raise ValueError("every row needs at least one new token to run")
         results = [None] * len(rows)
-        order = sorted(range(len(rows)), key=lambda i: (len(rows[i].new_ids), len(rows[i].prefix.ids)))
+        first_seen: dict[int, int] = {}
+        for i, row in enumerate(rows):
+            first_seen.setdefault(id(row.prefix), i)
+        order = sorted(range(len(rows)), key=lambda i: (first_seen[id(rows[i].prefix)], len(rows[i].new_ids)))
         for chunk in self._chunks(order, rows):
             for i, logits in zip(chunk, self._forward([rows[i] for i in chunk])):
                 results[i] = reduce(i, logits)
@@ -100,7 +105,7 @@ class PrefixCache:
         chunk = []
         for i in order:
             longest = max([len(rows[j].new_ids) for j in chunk] + [len(rows[i].new_ids)])
-            if chunk and (len(chunk) + 1 > self.max_batch_rows
+            if chunk and (rows[chunk[0]].prefix is not rows[i].prefix or len(chunk) + 1 > self.max_batch_rows
                           or (len(chunk) + 1) * longest > self.max_batch_tokens):
                 yield chunk
                 chunk = []
@@ -109,46 +114,23 @@ class PrefixCache:
             yield chunk
 
     def _forward(self, rows: list[Row]) -> list[torch.Tensor]:
-        device = self._device()
-        past = max(len(row.prefix.ids) for row in rows)
-        width = max(len(row.new_ids) for row in rows)
+        """Logits at the new tokens of rows that share one prefix (new tokens right-padded)."""
+        device, prefix = self._device(), rows[0].prefix
+        past, width = len(prefix.ids), max(len(row.new_ids) for row in rows)
         input_ids = torch.zeros(len(rows), width, dtype=torch.long, device=device)
         mask = torch.zeros(len(rows), past + width, dtype=torch.long, device=device)
-        positions = torch.zeros(len(rows), width, dtype=torch.long, device=device)
         for b, row in enumerate(rows):
-            n, p = len(row.new_ids), len(row.prefix.ids)
-            input_ids[b, :n] = torch.tensor(row.new_ids, device=device)
-            mask[b, past - p:past + n] = 1
-            positions[b] = torch.arange(p, p + width, device=device)
+            input_ids[b, :len(row.new_ids)] = torch.tensor(row.new_ids, device=device)
+            mask[b, :past + len(row.new_ids)] = 1
+        positions = torch.arange(past, past + width, device=device).expand(len(rows), -1)
+        layers = [(k.expand(len(rows), -1, -1, -1), v.expand(len(rows), -1, -1, -1)) for k, v in prefix.layers]
         with torch.inference_mode():
             out = self.model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
-                             past_key_values=_cache_from(_left_padded([row.prefix for row in rows], past)),
-                             use_cache=True)
+                             past_key_values=_cache_from(layers), use_cache=True)
         return [out.logits[b, :len(row.new_ids)] for b, row in enumerate(rows)]
 
     def _device(self):
         return next(self.model.parameters()).device
-
-
-def _left_padded(prefixes: list[Prefix], length: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """Per layer, the prefixes' keys and values stacked into one batch, left-padded to `length`."""
-    if length == 0:
-        return []
-    if all(p is prefixes[0] for p in prefixes):  # the usual case: candidates of one trajectory
-        n = len(prefixes)
-        return [(k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1)) for k, v in prefixes[0].layers]
-    template = next(p for p in prefixes if p.ids).layers
-    layers = []
-    for layer, (k0, v0) in enumerate(template):
-        keys = k0.new_zeros(len(prefixes), k0.shape[1], length, k0.shape[3])
-        values = v0.new_zeros(len(prefixes), v0.shape[1], length, v0.shape[3])
-        for b, prefix in enumerate(prefixes):
-            if prefix.ids:
-                k, v = prefix.layers[layer]
-                keys[b, :, length - k.shape[2]:] = k[0]
-                values[b, :, length - v.shape[2]:] = v[0]
-        layers.append((keys, values))
-    return layers
 
 
 def _cache_from(layers):

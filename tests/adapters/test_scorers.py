@@ -189,7 +189,7 @@ def test_helper_logprob_equals_a_plain_forward_over_commits(helper):
     model, tokenizer = helper
     cached = build_scorer("helper-logprob", model=model, tokenizer=tokenizer, max_batch_rows=4)
     full = build_scorer("helper-logprob", model=model, tokenizer=tokenizer, use_prefix_cache=False)
-    history = {"a": [], "bbbbb": []}  # questions of different lengths: prefixes padded in one batch
+    history = {"a": [], "bbbbb": []}  # questions of different lengths, scored in one call
     for n in range(4):
         requests = [ScoreRequest(key, f"{QUESTION} {key}", list(steps), CANDIDATES) for key, steps in history.items()]
         got = cached.score(requests)
