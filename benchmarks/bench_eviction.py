@@ -65,8 +65,8 @@ def full_cache(model, context: int, ours: bool):
             cache.update(*random_kv(context, generator), index)
         return cache
     cache = make_evicting_cache(model, budget=None)
-    for layer in cache.layers:
-        fill(layer, *random_kv(context, generator), torch.arange(context), context, None)
+    cache.layers = [fill(layer, *random_kv(context, generator), torch.arange(context), context, None)
+                    for layer in cache.layers]
     return cache
 
 
@@ -78,11 +78,13 @@ def evicting_cache(model, context: int, budget: int, buffer: int, slots: int):
     generator = torch.Generator().manual_seed(2)
     cache = make_evicting_cache(model, budget=budget, buffer=buffer, method="rkv")
     recent = slots - budget + 8
+    layers = []
     for layer in cache.layers:
         older = torch.randperm(context - recent, generator=generator)[: slots - recent].sort().values
         positions = torch.cat([older, torch.arange(context - recent, context)])
         queries = torch.randn(1, 14, 8, 64, generator=generator)
-        fill(layer, *random_kv(slots, generator), positions, context, queries)
+        layers.append(fill(layer, *random_kv(slots, generator), positions, context, queries))
+    cache.layers = layers
     return cache
 
 
@@ -125,14 +127,18 @@ def check_compressed(cache, budget):
 
 
 def fill(layer, keys, values, positions, seen, queries):
-    """Put a synthetic state into an EvictingLayer (what a long prefill would have left there)."""
-    layer.lazy_initialization(keys, values)
-    layer.keys, layer.values = keys, values
-    layer.positions = positions.expand(1, keys.shape[1], -1).clone()
-    layer.valid = torch.ones(1, keys.shape[2], dtype=torch.bool)
-    layer.seen = torch.tensor([seen])
-    if queries is not None:
-        layer.queries, layer.query_valid = queries, torch.ones(1, queries.shape[2], dtype=torch.bool)
+    """An EvictingLayer like `layer` holding a synthetic state (what a long prefill would have left there):
+    one row with the given slots at the given positions, having seen `seen` tokens."""
+    from kvrescue_eval.model_adapters.evicting_cache import EvictingLayer
+    from kvrescue_eval.model_adapters.kv_slots import SlotStore
+
+    bound = layer.policy.max_slots if layer.policy is not None else None
+    store = SlotStore.empty(1, keys.shape[1], keys.shape[-1], values.shape[-1], keys.dtype, keys.device, bound,
+                            keys.shape[2])
+    store.append(keys, values)
+    store.write_positions(positions[None])
+    store.seen = [seen]
+    return EvictingLayer(layer.policy, store, queries)
 
 
 def main():
