@@ -194,14 +194,15 @@ class SlotStore:
             if not indices:
                 continue
             part = max(store.counts[i] for i in indices)   # the columns these rows use
+            columns, source_columns = slice(width - part, width), slice(store.width - part, store.width)
+            for offset, first, count, step in _runs(indices):
+                rows = slice(start + offset, start + offset + count)
+                source = slice(first, first + (count if step else 1))   # step 0: one row, broadcast
+                out.key_slots[rows, :, columns] = store.key_slots[source, :, source_columns]
+                out.value_slots[rows, :, columns] = store.value_slots[source, :, source_columns]
+                out.position_slots[rows, :, columns] = store.position_slots[source, :, source_columns]
+                out.valid_slots[rows, columns] = store.valid_slots[source, source_columns]
             rows, empty = slice(start, start + len(indices)), slice(0, width - part)
-            source = (slice(None) if indices == list(range(store.batch))
-                      else device_index(indices, store.device), slice(store.width - part, store.width))
-            columns = slice(width - part, width)
-            out.key_slots[rows, :, columns] = store.key_slots[source[0], :, source[1]]
-            out.value_slots[rows, :, columns] = store.value_slots[source[0], :, source[1]]
-            out.position_slots[rows, :, columns] = store.position_slots[source[0], :, source[1]]
-            out.valid_slots[rows, columns] = store.valid_slots[source[0], source[1]]
             out.key_slots[rows, :, empty] = 0
             out.value_slots[rows, :, empty] = 0
             out.valid_slots[rows, empty] = False
@@ -209,3 +210,20 @@ class SlotStore:
         out.width, out.counts = width, counts
         out.seen = [store.seen[i] for store, indices in parts for i in indices]
         return out
+
+
+def _runs(indices: list[int]) -> list[tuple[int, int, int, int]]:
+    """`indices` as maximal runs (offset in indices, first row, count, step): consecutive rows (step 1) or
+    one row repeated (step 0), so `gather` copies each run through slices, without a temporary."""
+    runs: list[tuple[int, int, int, int]] = []
+    for offset, index in enumerate(indices):
+        if runs:
+            run_offset, first, count, step = runs[-1]
+            if count == 1 and index in (first, first + 1):
+                runs[-1] = (run_offset, first, 2, index - first)
+                continue
+            if count > 1 and index == first + step * count:
+                runs[-1] = (run_offset, first, count + 1, step)
+                continue
+        runs.append((offset, index, 1, 1))
+    return runs
