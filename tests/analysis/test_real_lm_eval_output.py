@@ -9,7 +9,6 @@ Expected values are counted directly from the per-seed verdicts and statistics i
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,10 @@ import pytest
 
 from kvrescue_eval.cli import main
 
-LM_EVAL = shutil.which("lm_eval") or str(Path(sys.executable).parent / "lm_eval")
+# The console script of the interpreter that runs the tests: an `lm_eval` found first on PATH may belong to
+# another Python, with another install of this package.
+_SCRIPT = Path(sys.executable).parent / "lm_eval"
+LM_EVAL = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "lm_eval"]
 
 
 def tiny_model(folder):
@@ -48,7 +50,7 @@ def test_report_reads_a_real_lm_eval_folder(tmp_path):
     output = tmp_path / "lm_eval_out"
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    command = [LM_EVAL, "run", "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
+    command = [*LM_EVAL, "run", "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
                "--tasks", "math500,aime24_qwen", "--limit", "2", "--gen_kwargs", "max_gen_toks=12",
                "--batch_size", "16", "--device", "cpu", "--output_path", str(output), "--log_samples"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
@@ -78,7 +80,7 @@ def test_report_reads_a_real_lm_eval_folder(tmp_path):
 def run_kvrescue(model, output, mode, env):
     args = (f"base={model},helper={model},scorer=helper-logprob,mode={mode},n=2,evictor=rkv,budget=16,buffer=8,"
             "window=4,max_steps=2,max_step_tokens=6,max_problems_in_flight=4,dtype=float32")
-    command = [LM_EVAL, "run", "--model", "kvrescue", "--model_args", args, "--tasks", "math500,aime24_qwen",
+    command = [*LM_EVAL, "run", "--model", "kvrescue", "--model_args", args, "--tasks", "math500,aime24_qwen",
                "--limit", "2", "--device", "cpu", "--output_path", str(output / mode), "--log_samples"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).parent
-LM_EVAL = shutil.which("lm_eval") or str(Path(sys.executable).parent / "lm_eval")
+# The console script of the interpreter that runs the tests: an `lm_eval` found first on PATH may belong to
+# another Python, with another install of this package.
+_SCRIPT = Path(sys.executable).parent / "lm_eval"
+LM_EVAL = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "lm_eval"]
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +32,7 @@ def run_lm_eval(args, *, output, pythonpath=(), timeout=900):
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
                OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([*map(str, pythonpath), env.get("PYTHONPATH", "")]).strip(os.pathsep)
-    command = [LM_EVAL, "run", *args, "--output_path", str(output)]
+    command = [*LM_EVAL, "run", *args, "--output_path", str(output)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stderr[-6000:]}"
     results = json.loads(max(Path(output).rglob("results_*.json")).read_text())

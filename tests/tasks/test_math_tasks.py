@@ -24,7 +24,7 @@ UNMATCHABLE_GOLD = {}
 
 @pytest.mark.slow
 def test_lm_eval_lists_our_tasks_next_to_the_builtins():
-    listing = subprocess.run([LM_EVAL, "ls", "tasks"], capture_output=True, text=True, timeout=300,
+    listing = subprocess.run([*LM_EVAL, "ls", "tasks"], capture_output=True, text=True, timeout=300,
                              env={**os.environ, "HF_HUB_OFFLINE": "1"}).stdout
     rows = {cells[1].strip(): cells[2].strip() for line in listing.splitlines()
             if len(cells := line.split("|")) > 3}
