@@ -128,13 +128,12 @@ def measure_batching_speedup(threads):
             for watch in phases.values():
                 watch.seconds = watch.cpu_seconds = 0.0
             engine = Engine(base, helper, scorer, replace(config, max_problems_in_flight=in_flight), overlap=False)
-            recorder.shapes.clear()
             with recorder.recording() as shapes:
                 wall, cpu = time.perf_counter(), time.process_time()
                 results = engine.run([Problem(f"p{i}", c) for i, c in enumerate(conversations)])
                 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             runs[in_flight].append((wall, cpu, results, {name: round(watch.cpu_seconds, 2)
-                                                          for name, watch in phases.items()}, list(shapes)))
+                                                          for name, watch in phases.items()}, shapes))
     fastest = {k: min(v, key=lambda run: run[1]) for k, v in runs.items()}
     (alone, alone_cpu, alone_results, alone_phases, alone_shapes), (
         batched, batched_cpu, batched_results, batched_phases, batched_shapes) = fastest[1], fastest[8]

@@ -30,15 +30,13 @@ class Shape:
 
 
 def cached_slots(cache) -> int:
-    """Slots a forward pass attends to before its new tokens: the evicting cache's physical width (its
+    """Slots a forward pass attends to before its new tokens: the evicting cache's physical size (its
     logical length counts evicted tokens too), else the cache's length."""
+    from kvrescue_eval.model_adapters.evicting_cache import EvictingCache
+
     if cache is None:
         return 0
-    first = getattr(cache, "layers", [None])[0] if getattr(cache, "layers", None) else None
-    store = getattr(first, "store", None)
-    if store is not None:
-        return store.width if first.is_initialized else 0
-    return cache.get_seq_length()
+    return cache.physical_size if isinstance(cache, EvictingCache) else cache.get_seq_length()
 
 
 class ForwardShapes:
@@ -48,6 +46,8 @@ class ForwardShapes:
 
     @contextmanager
     def recording(self):
+        """Record into a new list of shapes (yielded) until the block ends."""
+        self.shapes = []
         handles = [model.register_forward_pre_hook(self._hook(i), with_kwargs=True)
                    for i, model in enumerate(self.models)]
         try:
