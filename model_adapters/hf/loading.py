@@ -8,8 +8,8 @@ from functools import partial
 from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.engine.sampling import SamplingParams
 
-from .model_args import ModelArgs
-from .model_files import model_folder
+from ..settings.model_args import ModelArgs
+from ..model_files.locate import model_folder
 
 
 def resolve_device(device: str) -> str:
@@ -55,8 +55,8 @@ def build_components(args: ModelArgs):
     is the object model_args built; the scorer gets the resources its factory asks for (scorers.RESOURCES)."""
     from .evicting_attention import use_evicting_attention
     from .evicting_cache import EvictionPolicy
-    from .hf_policy import HFPolicy
-    from .scorers import VLLM_VARIANTS, build_scorer, scorer_resources
+    from .policy import HFPolicy
+    from ..scorers import VLLM_VARIANTS, build_scorer, scorer_resources
 
     args = replace(args, device=resolve_device(args.device))
     n_base, n_helper = args.counts
@@ -70,13 +70,13 @@ def build_components(args: ModelArgs):
         return loaded[name]
 
     def vllm_settings(role):
-        from .vllm_loading import engine_kwargs
+        from ..vllm.engine import engine_kwargs
 
         return engine_kwargs(args, role)
 
     def vllm_policy(name, role):
-        from .vllm_loading import engine_kwargs, start_llm
-        from .vllm_policy import VLLMStepPolicy
+        from ..vllm.engine import engine_kwargs, start_llm
+        from ..vllm.step_policy import VLLMStepPolicy
 
         return VLLMStepPolicy(start_llm(model_folder(name), **engine_kwargs(args, role)), sampling, name=role)
 

@@ -60,7 +60,7 @@ def require_vllm() -> None:
 
 def engine_kwargs(args, role: str) -> dict:
     """vLLM `LLM(...)` settings of one role ("helper", "prm", "base") from model_args."""
-    from .hf_loading import torch_dtype
+    from ..hf.loading import torch_dtype
 
     kwargs = {engine: getattr(args, name) for name, engine in PASSTHROUGH.items() if getattr(args, name) is not None}
     on_cpu = str(args.device).startswith("cpu")

@@ -22,12 +22,12 @@ from kvrescue_eval.engine.retry import POLICY_METHODS, SCORER_METHODS, Faults, R
 from kvrescue_eval.engine.scheduler import Engine, Problem
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS, TextWithStats
 
-from .lm_eval_seed import effective_seed
+from .seed import effective_seed
 from .log_format import show_our_logs
-from .model_args import parse_model_args
-from .model_files import ModelsNotFound, check_models_present
+from ..settings.model_args import parse_model_args
+from ..model_files.locate import ModelsNotFound, check_models_present
 from .progress import Progress
-from .scorers import scorer_model_args
+from ..scorers import scorer_model_args
 
 logger = logging.getLogger(__name__)
 show_our_logs()
@@ -45,7 +45,7 @@ class KVRescueLM(LM):
             logger.error("%s", error)  # with its level, above lm-eval's long traceback
             raise
         from .data_parallel import DataParallel
-        from .hf_loading import build_components, resolve_device
+        from ..hf.loading import build_components, resolve_device
 
         # data parallel (torchrun / accelerate launch): this rank's own engine on its own device
         self.parallel = DataParallel.from_environment(resolve_device(self.args.device))

@@ -27,7 +27,7 @@ import torch
 from kvrescue_eval.engine.sampling import SamplingParams, make_generator, sample
 
 from .kv_slots import device_index
-from .row_batch import Row, RowBatch, RowTable
+from .rows import Row, RowBatch, RowTable
 
 
 def tokenizer_fingerprint(tokenizer) -> str:

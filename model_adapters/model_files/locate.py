@@ -7,8 +7,8 @@ fetches it, instead of retrying the hub and ending in a transformers traceback.
 
 from pathlib import Path
 
-from .model_args import ModelArgs
-from .presets import SMOLLM2, TESTBED
+from ..settings.model_args import ModelArgs
+from ..settings.presets import SMOLLM2, TESTBED
 
 
 class ModelNotOnThisMachine(FileNotFoundError):
@@ -28,7 +28,7 @@ def model_folder(name: str) -> str:
 
         return str(smollm2_path())
     if name.startswith(TESTBED):
-        from .testbed import weights_dir
+        from ..testbed import weights_dir
 
         return str(weights_dir(name.removeprefix(TESTBED)))
     if Path(name).expanduser().is_dir():
@@ -45,7 +45,7 @@ def model_folder(name: str) -> str:
 
 def required_models(args: ModelArgs) -> dict[str, str]:
     """role -> model name, for the models that this mode and scorer load."""
-    from .scorers import scorer_model_args
+    from ..scorers import scorer_model_args
 
     n_base, n_helper = args.counts
     roles = ["base"] * bool(n_base) + ["helper"] * bool(n_helper)

@@ -24,7 +24,7 @@ from kvrescue_eval.detector import DetectorConfig
 from kvrescue_eval.engine.config import MODES
 
 from .presets import DEFAULT_PRESET, PRESETS
-from .scorers import VLLM_VARIANTS
+from ..scorers import VLLM_VARIANTS
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 OVERLAP = ("auto", "on", "off")
@@ -196,7 +196,7 @@ def _plugin_options(evictor: str, scorer: str) -> tuple[dict, dict]:
     (validate() then names the valid ones)."""
     from kvrescue_eval.eviction import EVICTORS
 
-    from .scorers import SCORERS, scorer_options
+    from ..scorers import SCORERS, scorer_options
 
     evictor_defaults = ({f.name: f.default for f in fields(EVICTORS[evictor])} if evictor in EVICTORS else {})
     return evictor_defaults, (scorer_options(scorer) if scorer in SCORERS else {})
@@ -253,7 +253,7 @@ def _to_number(name: str, value, kind):
 def validate(args: ModelArgs) -> None:
     from kvrescue_eval.eviction import EVICTORS
 
-    from .scorers import SCORERS, scorer_model_args
+    from ..scorers import SCORERS, scorer_model_args
 
     def bad(name, valid):
         raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")
@@ -342,6 +342,6 @@ def validate_backends(args: ModelArgs) -> None:
         if getattr(args, name) is not None and getattr(args, name) < 1:
             bad(name, "an integer >= 1")
     if args.uses_vllm:
-        from .vllm_loading import require_vllm
+        from ..vllm.engine import require_vllm
 
         require_vllm()
