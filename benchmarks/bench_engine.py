@@ -38,8 +38,8 @@ from records import machine, record
 
 from kvrescue_eval.engine.sampling import candidates
 from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.model_adapters.hf.loading import build_components
-from kvrescue_eval.model_adapters.hf.policy import render_prompt
+from kvrescue_eval.model_adapters.backends import build_components
+from kvrescue_eval.model_adapters.prompts import render_prompt
 from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 
 

@@ -19,7 +19,7 @@ from records import machine, record
 
 from kvrescue_eval.engine.sampling import SamplingParams, filtered_probs
 from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
-from kvrescue_eval.model_adapters.hf.policy import render_prompt
+from kvrescue_eval.model_adapters.prompts import render_prompt
 
 BUDGET = 64
 

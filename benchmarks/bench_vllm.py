@@ -41,7 +41,7 @@ from kvrescue_eval.engine.stepped import SteppedPolicy  # noqa: E402
 SAMPLING = SamplingParams(0.8, 0.95, 20)
 N = 8
 KV_CACHE_BYTES = 1 << 30
-# vllm_loading's CPU defaults: eager (compile warm-up took minutes here), blocks of 32 tokens
+# vllm/engine.py's CPU defaults: eager (compile warm-up took minutes here), blocks of 32 tokens
 ENGINE = dict(dtype="float32", kv_cache_memory_bytes=KV_CACHE_BYTES, enforce_eager=True, block_size=32, seed=0)
 
 
@@ -140,7 +140,7 @@ def measure_prm(prm_folder, threads):
 
 
 def measure_overlap(helper_llm, prm_llm, threads):
-    from kvrescue_eval.model_adapters.hf.loading import build_components
+    from kvrescue_eval.model_adapters.backends import build_components
     from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
     from kvrescue_eval.model_adapters.scorers.vllm_prm import VLLMQwenPRMScorer
     from kvrescue_eval.model_adapters.vllm.step_policy import VLLMStepPolicy

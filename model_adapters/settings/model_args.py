@@ -15,7 +15,7 @@ grows by up to `buffer` slots, so memory is bounded by B + buffer (192 slots at 
 Detector: on by default in mode rescue only; the baselines (bon, full, helper) have no early exit,
 as in the paper. `detector=off` with mode rescue is the paper's Table 2 row "+ interleaving".
 
-Seed: `seed=S` here, else the seed of `lm_eval --seed` (its first value), see lm_eval_seed.py.
+Seed: `seed=S` here, else the seed of `lm_eval --seed` (its first value), see lm_eval/seed.py.
 """
 
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -84,7 +84,7 @@ class ModelArgs:
     # problems share a scorer batch (and when the next step's rows join the base's batch) never depends
     # on thread timing. On, it can, through the float rounding of differently composed batches.
     overlap: str = "auto"
-    # vLLM engine settings (passed to every vLLM engine when set; model_adapters/vllm_loading.py)
+    # vLLM engine settings (passed to every vLLM engine when set; model_adapters/vllm/engine.py)
     vllm_gpu_memory_utilization: float | None = None  # share of GPU memory per engine (GPU default per role)
     vllm_kv_cache_memory_bytes: int | None = None     # KV cache size per engine (CPU default 1 GiB)
     vllm_tensor_parallel_size: int | None = None

@@ -18,7 +18,7 @@ from kvrescue_eval.engine.config import STEP_SEPARATOR
 from kvrescue_eval.engine.policy import StepCandidate, StepRequest
 from kvrescue_eval.engine.sampling import SamplingParams
 
-from ..hf.policy import render_prompt, tokenizer_fingerprint
+from ..prompts import render_prompt, tokenizer_fingerprint
 from .engine import VLLM_CALL
 
 

@@ -99,7 +99,8 @@ def test_helper_logprob_scorer_shares_the_helper_model_and_scores_as_a_separate_
     from test_scorers import CANDIDATES, QUESTION, STEPS, tiny_tokenizer
 
     from kvrescue_eval.engine.scoring import ScoreRequest
-    from kvrescue_eval.model_adapters.hf.loading import build_components, load_causal_lm
+    from kvrescue_eval.model_adapters.backends import build_components
+    from kvrescue_eval.model_adapters.hf.loading import load_causal_lm
     from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
     from kvrescue_eval.model_adapters.scorers import build_scorer
     from transformers import LlamaConfig, LlamaForCausalLM

@@ -6,7 +6,8 @@ import pytest
 from huggingface_hub import constants
 
 from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
-from kvrescue_eval.model_adapters.model_files.locate import ModelsNotFound, check_models_present, model_folder
+from kvrescue_eval.model_adapters.model_files.locate import model_folder
+from kvrescue_eval.model_adapters.settings.required_models import ModelsNotFound, check_models_present
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_reference_solutions_are_never_flagged_under_smollm2():
-    from kvrescue_eval.model_adapters.hf.policy import render_prompt
+    from kvrescue_eval.model_adapters.prompts import render_prompt
     from kvrescue_eval.model_adapters.model_files.smollm2 import load_smollm2
     from kvrescue_eval.tasks.data import load_benchmark
 
