@@ -18,10 +18,10 @@ class KeepOldest:
     offset: float = 0.0
     seen: ClassVar[list] = []
 
-    def score(self, queries, keys, window):
-        batch, kv_heads, length, _ = keys.shape
+    def score(self, view):
+        batch, kv_heads, length, _ = view.keys.shape
         KeepOldest.seen.append((self.offset, length))
-        return (self.offset - torch.arange(length - window, dtype=torch.float32)).expand(batch, kv_heads, -1)
+        return (self.offset - torch.arange(view.candidates, dtype=torch.float32)).expand(batch, kv_heads, -1)
 
 
 class LongestStep:
