@@ -21,7 +21,8 @@ class UnsupportedRequests(NotImplementedError):
 
 
 def refusal(tasks_by_type: dict) -> UnsupportedRequests:
-    parts = [f"{', '.join(sorted(tasks)) or 'a task'} ({WHAT.get(kind, kind)})" for kind, tasks in tasks_by_type.items()]
+    parts = [f"{', '.join(sorted(tasks)) or 'a task'} ({WHAT.get(kind, kind)})"
+             for kind, tasks in tasks_by_type.items()]
     return UnsupportedRequests(
         "the kvrescue model generates only (generate_until tasks); it cannot answer " + "; ".join(parts)
         + ". Run those tasks with another model (e.g. --model hf) or leave them out of --tasks; nothing was loaded")

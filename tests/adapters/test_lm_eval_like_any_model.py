@@ -53,8 +53,8 @@ def cli(folder):
     done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=folder, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
     results = json.loads(max(out.rglob("results_*.json")).read_text())
-    samples = {path.name[len("samples_"):].rsplit("_", 1)[0]: [json.loads(line) for line in path.read_text().splitlines()]
-               for path in out.rglob("samples_*.jsonl")}
+    samples = {path.name[len("samples_"):].rsplit("_", 1)[0]:
+               [json.loads(line) for line in path.read_text().splitlines()] for path in out.rglob("samples_*.jsonl")}
     return results, samples, done.stdout + done.stderr
 
 
@@ -169,7 +169,8 @@ def test_write_out_and_samples_show_the_packages_own_conversation(cli):
 def written_out(log, task):
     """The prompt lm-eval's --write_out printed for the first document of `task`."""
     block = log.split(f"Task: ConfigurableTask(task_name={task},")[1]
-    return block.split("context prompt (starting on next line):")[1].split("\n(end of prompt on previous line)")[0].strip()
+    prompt = block.split("context prompt (starting on next line):")[1]
+    return prompt.split("\n(end of prompt on previous line)")[0].strip()
 
 
 def test_a_two_seed_run_prints_a_numeric_stderr(cli):
@@ -194,3 +195,27 @@ def test_chat_template_and_system_instruction_reach_both_models_alike(chat):
     assert hf_results["config"]["gen_kwargs"] == {"max_gen_toks": 16, "num_beams": 1}
     assert results["config"]["kvrescue"]["generation"]["user_recall_em"]["ignored"] == {"num_beams": 1}
     assert "num_beams" not in results["configs"]["user_recall_em"]["generation_kwargs"]
+
+
+def test_predict_only_and_both_caches_keep_the_response_and_its_statistics(folder, tmp_path, monkeypatch):
+    """--predict_only, --cache_requests (lm-eval pickles the built requests) and --use_cache (it pickles the
+    responses of greedy requests into sqlite): the second run answers from the cache, with the statistics."""
+    import lm_eval.caching.cache
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    from kvrescue_eval.stats import carries_statistics
+
+    monkeypatch.setattr(lm_eval.caching.cache, "PATH", str(tmp_path / "requests"))
+    runs = []
+    for _ in range(2):
+        manager = TaskManager(include_path=str(folder / "tasks"), include_defaults=False)
+        results = simple_evaluate(model="kvrescue", model_args=KVRESCUE_ARGS, tasks=["user_recall_em"], limit=2,
+                                  device="cpu", predict_only=True, cache_requests=True,
+                                  use_cache=str(tmp_path / "responses"), task_manager=manager)
+        runs.append(results)
+    first, second = ([s["resps"][0][0] for s in r["samples"]["user_recall_em"]] for r in runs)
+    assert first == second and all(map(carries_statistics, second))
+    assert [s.stats for s in second] == [s.stats for s in first]
+    assert runs[1]["config"]["kvrescue"]["run"]["generated"] == 0      # the model generated nothing the 2nd time
+    assert list((tmp_path / "requests").glob("requests-user_recall_em-*"))
