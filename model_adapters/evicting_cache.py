@@ -9,9 +9,10 @@ token (rows of different lengths batched together are left-padded with empty slo
 before caching, so a kept key keeps its position; the next token's position is the number of tokens
 the row has seen (`lengths`), not the physical size. When a row holds budget + buffer slots (or at
 prefill, when its prompt is longer than the budget) it is compressed in place to `budget` slots per KV
-head after the step's attention, scored by its evictor (`kvrescue_eval.eviction.select_kept`) on its last `window`
-post-RoPE queries. Slot counts are host integers the code already knows, so neither decoding nor
-compressing reads a value back from the device. The attention wrapper lives in `evicting_attention.py`.
+head after the step's attention, by its `kvrescue_eval.eviction.EvictionSchedule` (when, to how many
+slots, which: the evictor sees the last `window` post-RoPE queries, the keys, values, per-slot state and,
+where head budgets vary, per-head validity). Slot counts are host integers the code already knows, so
+neither decoding nor compressing reads a value back from the device. The attention wrapper lives in `evicting_attention.py`.
 
 Rows: `fork(n)` repeats each row n times (repeat_interleave), `select(rows)` keeps rows,
 `EvictingCache.concat([...])` joins groups of different lengths, `split(sizes)` undoes it, and
@@ -19,67 +20,31 @@ Rows: `fork(n)` repeats each row n times (repeat_interleave), `select(rows)` kee
 and never share mutable state with the source.
 """
 
-from dataclasses import dataclass, field
-
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
 from .evicting_attention import announce_mask_sizes, hand_over, use_evicting_attention
+from kvrescue_eval.eviction import CacheView, EvictionSchedule, build_evictor
+
 from .kv_slots import SlotStore, device_index
 
 
-@dataclass(frozen=True)
-class EvictionPolicy:
-    budget: int
-    # A name of kvrescue_eval.eviction.EVICTORS (built with pool_kernel and mix_lambda where it has them), or an
-    # evictor object, used as it is (model_args builds one with all its options).
-    method: object = field(default="rkv", compare=False)
-    buffer: int = 128
-    window: int = 8
-    pool_kernel: int = 7
-    mix_lambda: float = 0.1
-    compress_prompt: bool = True
-    evictor: object = field(init=False, compare=False, repr=False)
-    evictor_key: str = field(init=False, repr=False)  # equal policies evict alike: the evictor's repr
-
-    def __post_init__(self):
-        from kvrescue_eval.eviction import EVICTORS, build_evictor
-
-        for name in ("budget", "buffer", "window", "pool_kernel"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {value!r}")
-        if self.window < 1:
-            raise ValueError(f"window must be >= 1 (R-KV uses 8), got {self.window}")
-        if self.budget <= self.window:
-            raise ValueError(f"budget must be larger than window, got budget={self.budget} <= window={self.window}")
-        if self.buffer < 1:
-            raise ValueError(f"buffer must be >= 1 (slots added between compressions; default 128), got {self.buffer}")
-        if isinstance(self.method, str) and self.method not in EVICTORS:
-            raise ValueError(f"unknown eviction method {self.method!r}; valid methods: {', '.join(sorted(EVICTORS))}")
-        evictor = (build_evictor(self.method, pool_kernel=self.pool_kernel, mix_lambda=self.mix_lambda)
-                   if isinstance(self.method, str) else self.method)
-        object.__setattr__(self, "evictor", evictor)
-        object.__setattr__(self, "evictor_key", repr(evictor))
-
-    @property
-    def max_slots(self) -> int:
-        return self.budget + self.buffer
-
-
 class EvictingLayer(DynamicLayer):
-    """One layer of the cache: the preallocated slots (`kv_slots.SlotStore`), the last `window` post-RoPE
-    queries of every row (batch, q_heads, window, dim; chronological), and the compression schedule.
+    """One layer (`layer` of `num_layers`) of the cache: the preallocated slots (`kv_slots.SlotStore`), the
+    last `window` post-RoPE queries of every row (batch, q_heads, window, dim; chronological), and the
+    compression schedule.
 
     Each row follows its own schedule, as if it were alone: it is compressed after the step's attention
-    when it holds budget + buffer slots (or, in its first chunk, more than the budget). Every decision
-    uses host integers, so a decode step and a compression never wait for the device."""
+    when it holds `schedule.slots(layer)` slots (or, in its first chunk, more than the layer's budget).
+    Every decision uses host integers, so a decode step and a compression never wait for the device."""
 
     is_croppable = False
 
-    def __init__(self, policy: EvictionPolicy | None = None, store: SlotStore | None = None, queries=None):
+    def __init__(self, policy: EvictionSchedule | None = None, store: SlotStore | None = None, queries=None,
+                 layer: int = 0, num_layers: int = 1):
         super().__init__()
         self.policy, self.store, self.queries = policy, store, queries
+        self.layer, self.num_layers = layer, num_layers
         self._awaiting_attention = False
         self._seen_before = self._chunk_valid = None
         if store is not None:
@@ -100,11 +65,17 @@ class EvictingLayer(DynamicLayer):
     def valid(self) -> torch.Tensor:
         return self.store.valid
 
+    def _where(self) -> tuple[int, int]:
+        return self.layer, self.num_layers
+
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         batch, heads = key_states.shape[:2]
-        bound = self.policy.max_slots if self.policy is not None else None
-        self.store = SlotStore.empty(batch, heads, key_states.shape[-1], value_states.shape[-1], key_states.dtype,
-                                     key_states.device, bound, key_states.shape[2])
+        policy = self.policy
+        bound = policy.slots(*self._where()) if policy is not None else None
+        self.store = SlotStore.empty(
+            batch, heads, key_states.shape[-1], value_states.shape[-1], key_states.dtype, key_states.device, bound,
+            key_states.shape[2], stateful=policy is not None and policy.keeps_state,
+            head_holes=policy is not None and policy.head_width(*self._where()) > policy.layer_budget(*self._where()))
         self._expose()
 
     def update(self, key_states, value_states, *args, **kwargs):
@@ -142,10 +113,12 @@ class EvictingLayer(DynamicLayer):
                 self.store.right_align()
             return
         self._capture_queries(query, chunk_valid)
-        policy, counts = self.policy, self.store.counts
-        need = [row for row, count in enumerate(counts)
-                if count >= policy.max_slots or (policy.compress_prompt and self._seen_before[row] == 0
-                                                 and count > policy.budget)]
+        policy, store = self.policy, self.store
+        if policy.keeps_state:
+            valid = None if store.all_valid() else store.valid
+            store.state_slots[:, :, :store.width] = policy.observe(store.state, query, store.keys, valid)
+        need = [row for row, count in enumerate(store.counts)
+                if policy.compresses(count, self._seen_before[row], *self._where())]
         if need or chunk_valid is not None:
             self._compress(need, holes=chunk_valid is not None)
         self._expose()
@@ -166,30 +139,41 @@ class EvictingLayer(DynamicLayer):
         self.queries = queries.gather(2, newest[:, None, :, None].expand(-1, queries.shape[1], -1, queries.shape[3]))
 
     def _compress(self, need: list[int], holes: bool) -> None:
-        """Rows in `need` keep `budget` slots per KV head, chosen by the evictor on their last `window`
-        queries; every row's tokens end right-aligned in the first max(counts) columns."""
-        store, budget = self.store, self.policy.budget
+        """Rows in `need` keep what the schedule selects from their slots (keys, values, state, validity and
+        last `window` queries); every row's tokens end right-aligned in the first max(counts) columns."""
+        store, policy = self.store, self.policy
         batch, heads, width = store.batch, store.key_slots.shape[1], store.width
         needed = set(need)
-        counts = [min(count, budget) if row in needed else count for row, count in enumerate(store.counts)]
+        counts = [policy.kept_width(count, *self._where()) if row in needed else count
+                  for row, count in enumerate(store.counts)]
         new_width = max(counts)
         steps = torch.arange(width, device=store.device)
         order = (torch.argsort(store.valid.long() * width + steps, dim=-1) if holes   # holes first, then tokens
-                 else steps.expand(batch, width))
-        index = order[:, None, width - new_width:].expand(batch, heads, new_width).clone()
+                 else steps.expand(batch, heads, width))
+        index = order[:, :, width - new_width:].clone()
+        keep = torch.ones(batch, heads, new_width, dtype=torch.bool, device=store.device) if store.head_holes else None
         for count in sorted({store.counts[row] for row in need}):
             rows = [row for row in need if store.counts[row] == count]
             picked = slice(None) if len(rows) == batch else device_index(rows, store.device)
-            slots = order[picked, None, width - count:].expand(-1, heads, count)
-            keys = store.key_slots[picked, :, :width].gather(2, slots[..., None].expand(-1, -1, -1, store.key_slots.shape[-1]))
-            chosen = slots.gather(2, self._kept(self.queries[picked], keys))
-            index[picked] = torch.nn.functional.pad(chosen, (new_width - budget, 0))
-        store.rearrange(index, counts)
+            slots = order[picked, :, width - count:]
+            kept = policy.select(self._view(picked, slots))
+            pad = new_width - kept.width
+            index[picked] = torch.nn.functional.pad(slots.gather(2, kept.index), (pad, 0))
+            if keep is not None and kept.valid is not None:
+                keep[picked] = torch.nn.functional.pad(kept.valid, (pad, 0), value=True)
+        store.rearrange(index, counts, keep)
 
-    def _kept(self, queries, keys) -> torch.Tensor:
-        from kvrescue_eval.eviction import select_kept
+    def _view(self, picked, slots: torch.Tensor) -> CacheView:
+        """The slots `slots` (rows, heads, count) of rows `picked`, as the evictor sees them."""
+        store = self.store
 
-        return select_kept(self.policy.evictor, queries, keys, budget=self.policy.budget, window=self.policy.window)
+        def take(tensor):
+            return tensor[picked, :, :store.width].gather(2, slots[..., None].expand(-1, -1, -1, tensor.shape[-1]))
+
+        state = None if store.state_slots is None else store.state_slots[picked, :, :store.width].gather(2, slots)
+        valid = store.valid_slots[picked, :, :store.width].gather(2, slots) if store.head_holes else None
+        return CacheView(self.queries[picked], take(store.key_slots), self.policy.window, take(store.value_slots),
+                         state, valid, *self._where())
 
     def get_seq_length(self) -> int:
         """The logical length: tokens seen (the longest row's, in a batch of different lengths)."""
@@ -208,7 +192,7 @@ class EvictingLayer(DynamicLayer):
     def rows(self, indices) -> "EvictingLayer":
         """A new layer with the rows `indices` (host ints, in that order)."""
         if not self.is_initialized:
-            return EvictingLayer(self.policy)
+            return EvictingLayer(self.policy, layer=self.layer, num_layers=self.num_layers)
         return EvictingLayer.gather([(self, _host_ints(indices))])
 
     @staticmethod
@@ -221,8 +205,9 @@ class EvictingLayer(DynamicLayer):
         if all(layer.queries is not None for layer, _ in parts):
             queries = torch.cat([layer.queries if indices is None else layer.queries[device_index(indices, layer.device)]
                                  for layer, indices in parts])
-        return EvictingLayer(parts[0][0].policy, SlotStore.gather([(layer.store, indices) for layer, indices in parts]),
-                             queries)
+        first = parts[0][0]
+        return EvictingLayer(first.policy, SlotStore.gather([(layer.store, indices) for layer, indices in parts]),
+                             queries, first.layer, first.num_layers)
 
     def batch_repeat_interleave(self, repeats: int) -> None:
         if self.is_initialized:
@@ -252,9 +237,10 @@ def _host_ints(indices) -> list[int]:
 class EvictingCache(Cache):
     """One `EvictingLayer` per model layer; `policy=None` keeps every slot (a plain full cache)."""
 
-    def __init__(self, num_layers: int, policy: EvictionPolicy | None = None, layers=None):
+    def __init__(self, num_layers: int, policy: EvictionSchedule | None = None, layers=None):
         self.policy = policy
-        super().__init__(layers=layers if layers is not None else [EvictingLayer(policy) for _ in range(num_layers)])
+        super().__init__(layers=layers if layers is not None else
+                         [EvictingLayer(policy, layer=i, num_layers=num_layers) for i in range(num_layers)])
 
     def update(self, key_states, value_states, layer_idx: int, *args, **kwargs):
         if self.policy is not None and any(layer._awaiting_attention for layer in self.layers):
@@ -326,8 +312,9 @@ def make_evicting_cache(model, *, budget: int | None, method: str = "rkv", buffe
                         pool_kernel: int = 7, mix_lambda: float = 0.1, compress_prompt: bool = True,
                         attention: str | None = None) -> EvictingCache:
     """An empty cache for `model`, whose attention is switched to the evicting wrapper (see
-    `evicting_attention.use_evicting_attention`). `budget=None`: no eviction (a full cache)."""
-    policy = None if budget is None else EvictionPolicy(budget, method, buffer, window, pool_kernel, mix_lambda,
-                                                        compress_prompt)
+    `evicting_attention.use_evicting_attention`). `budget=None`: no eviction (a full cache). `method`: a name
+    of EVICTORS (built with pool_kernel and mix_lambda where it has them) or an evictor object."""
+    evictor = build_evictor(method, pool_kernel=pool_kernel, mix_lambda=mix_lambda) if isinstance(method, str) else method
+    policy = None if budget is None else EvictionSchedule(evictor, budget, buffer, window, compress_prompt)
     use_evicting_attention(model, attention)
     return EvictingCache(model.config.get_text_config(decoder=True).num_hidden_layers, policy)

@@ -33,13 +33,13 @@ def test_decode_and_compression_read_nothing_back_but_the_sampled_tokens(monkeyp
     tokenizer = tiny_tokenizer()
     model = tiny_model(tokenizer, arch=arch, seed=3)
     compressed_rows = []
-    select_kept = eviction.select_kept
+    select = eviction.EvictionSchedule.select
 
-    def counting(evictor, queries, keys, **kwargs):
-        compressed_rows.append(queries.shape[0])
-        return select_kept(evictor, queries, keys, **kwargs)
+    def counting(schedule, view):
+        compressed_rows.append(view.keys.shape[0])
+        return select(schedule, view)
 
-    monkeypatch.setattr(eviction, "select_kept", counting)
+    monkeypatch.setattr(eviction.EvictionSchedule, "select", counting)
     policy = HFPolicy(model, tokenizer, SamplingParams(), batch_problems=True, new_cache=lambda: make_evicting_cache(
         model, budget=BUDGET, buffer=BUFFER, method="rkv", attention=attention))
     with HostReads(model) as reads:
