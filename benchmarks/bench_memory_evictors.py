@@ -20,7 +20,7 @@ from transformers import Qwen2Config, Qwen2ForCausalLM
 from records import machine
 
 from kvrescue_eval.eviction import EVICTORS
-from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
+from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
 
 PROMPT, GENERATED, BUDGET, BUFFER, LAYERS = 40, 1024, 32, 16, 2
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results" / "bench_memory_evictors.json"

@@ -13,7 +13,7 @@ from transformers.modeling_utils import AttentionInterface
 
 from kvrescue_eval.eviction import kept_indices
 from kvrescue_eval.eviction import EvictionSchedule
-from kvrescue_eval.model_adapters.evicting_cache import EvictingCache, make_evicting_cache
+from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingCache, make_evicting_cache
 
 VOCAB = 64
 TOL = 1e-4

@@ -12,7 +12,7 @@ from test_evicting_cache import VOCAB, MaskedFullAttention, clone_model, tiny_mo
 from transformers import DynamicCache
 
 from kvrescue_eval.eviction import EVICTORS
-from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
+from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
 
 BUDGET, BUFFER, PROMPT, DECODE, LAYERS = 20, 8, 30, 90, 4
 

@@ -3,7 +3,7 @@
 import pytest
 
 from kvrescue_eval.eviction import EVICTORS, AdaKV, PyramidKV, evictor_options
-from kvrescue_eval.model_adapters.model_args import parse_model_args
+from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 
 BASE = {"base": "b", "helper": "h", "scorer": "helper-logprob"}
 

@@ -2,7 +2,7 @@
 
 import io
 
-from kvrescue_eval.model_adapters.progress import Progress
+from kvrescue_eval.model_adapters.lm_eval.progress import Progress
 
 
 def test_resumed_problems_start_the_bar_and_live_counts_show_before_a_problem_ends():
