@@ -16,6 +16,7 @@ COMMANDS = {
     "check": "kvrescue_eval.commands.check",
     "cost": "kvrescue_eval.commands.cost",
     "leaderboard": "kvrescue_eval.commands.leaderboard",
+    "evictors": "kvrescue_eval.commands.evictors",
 }
 
 
