@@ -15,7 +15,7 @@ from setuptools.command.editable_wheel import editable_wheel
 PTH_NAME = "kvrescue_eval_lm_eval_discovery.pth"
 # Silent when the package itself is gone (an editable install whose checkout was deleted), so that every
 # Python start does not print a traceback; any other import error still shows.
-PTH_LINE = ("import sys; exec(\"try:\\n import kvrescue_eval.model_adapters.lm_eval_discovery as _kvr\\n"
+PTH_LINE = ("import sys; exec(\"try:\\n import kvrescue_eval.model_adapters.lm_eval.discovery as _kvr\\n"
             "except ModuleNotFoundError as e:\\n if not (e.name or '').startswith('kvrescue_eval'): raise\\n"
             "else:\\n _kvr.install()\")\n")
 

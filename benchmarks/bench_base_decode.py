@@ -21,8 +21,8 @@ import torch
 from bench_common import fail, gsm8k_conversations, load_smollm2_sdpa, setup_threads, show, sizes
 from records import machine, record
 
-from kvrescue_eval.model_adapters import evicting_cache
-from kvrescue_eval.model_adapters.hf_policy import render_prompt
+from kvrescue_eval.model_adapters.hf import evicting_cache
+from kvrescue_eval.model_adapters.prompts import render_prompt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "legacy"))
 import evicting_cache_v1  # noqa: E402

@@ -54,8 +54,8 @@ class Stopwatch:
 
 def load_smollm2_sdpa():
     """(model, tokenizer): SmolLM2-135M-Instruct in float32 on CPU, as the `smollm2` model name loads it."""
-    from kvrescue_eval.model_adapters.hf_loading import load_causal_lm
-    from kvrescue_eval.model_adapters.presets import SMOLLM2
+    from kvrescue_eval.model_adapters.hf.loading import load_causal_lm
+    from kvrescue_eval.model_adapters.model_files.locate import SMOLLM2
 
     return load_causal_lm(SMOLLM2, "float32", "cpu")
 

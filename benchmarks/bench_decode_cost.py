@@ -18,9 +18,9 @@ from bench_common import fail, gsm8k_conversations, setup_threads, show, sizes
 from records import machine, record
 
 from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.model_adapters.hf_loading import build_components
-from kvrescue_eval.model_adapters.model_args import parse_model_args
-from kvrescue_eval.model_adapters.presets import PRESETS
+from kvrescue_eval.model_adapters.backends import build_components
+from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
+from kvrescue_eval.model_adapters.settings.presets import PRESETS
 
 TESTBED_PRESET = "recall-cpu"
 COLUMNS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helper_steps", "early_exits")
@@ -29,7 +29,7 @@ COLUMNS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helper_ste
 def testbed_available() -> bool:
     if TESTBED_PRESET not in PRESETS:
         return False
-    from kvrescue_eval.model_adapters.presets import TESTBED
+    from kvrescue_eval.model_adapters.model_files.locate import TESTBED
     from kvrescue_eval.model_adapters.testbed import weights_dir
 
     used = [value.removeprefix(TESTBED) for value in PRESETS[TESTBED_PRESET].values()

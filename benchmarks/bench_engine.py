@@ -38,9 +38,9 @@ from records import machine, record
 
 from kvrescue_eval.engine.sampling import candidates
 from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.model_adapters.hf_loading import build_components
-from kvrescue_eval.model_adapters.hf_policy import render_prompt
-from kvrescue_eval.model_adapters.model_args import parse_model_args
+from kvrescue_eval.model_adapters.backends import build_components
+from kvrescue_eval.model_adapters.prompts import render_prompt
+from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 
 
 def components(**overrides):

@@ -56,7 +56,7 @@ def random_kv(slots: int, generator):
 def full_cache(model, context: int, ours: bool):
     from transformers import DynamicCache
 
-    from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
+    from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
 
     generator = torch.Generator().manual_seed(1)
     if not ours:
@@ -73,7 +73,7 @@ def full_cache(model, context: int, ours: bool):
 def evicting_cache(model, context: int, budget: int, buffer: int, slots: int):
     """The evicting cache at logical length `context` holding `slots` slots (a random subset of the
     older positions and the newest ones), `slots - budget` tokens after its last compression."""
-    from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
+    from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
 
     generator = torch.Generator().manual_seed(2)
     cache = make_evicting_cache(model, budget=budget, buffer=buffer, method="rkv")
@@ -129,8 +129,8 @@ def check_compressed(cache, budget):
 def fill(layer, keys, values, positions, seen, queries):
     """An EvictingLayer like `layer` holding a synthetic state (what a long prefill would have left there):
     one row with the given slots at the given positions, having seen `seen` tokens."""
-    from kvrescue_eval.model_adapters.evicting_cache import EvictingLayer
-    from kvrescue_eval.model_adapters.kv_slots import SlotStore
+    from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingLayer
+    from kvrescue_eval.model_adapters.hf.kv_slots import SlotStore
 
     bound = layer.policy.max_slots if layer.policy is not None else None
     store = SlotStore.empty(1, keys.shape[1], keys.shape[-1], values.shape[-1], keys.dtype, keys.device, bound,

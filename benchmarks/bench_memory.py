@@ -18,8 +18,8 @@ from bench_common import fail, gsm8k_conversations, load_smollm2_sdpa, setup_thr
 from records import machine, record
 
 from kvrescue_eval.engine.sampling import SamplingParams, filtered_probs
-from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
-from kvrescue_eval.model_adapters.hf_policy import render_prompt
+from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+from kvrescue_eval.model_adapters.prompts import render_prompt
 
 BUDGET = 64
 

@@ -38,7 +38,7 @@ def prm_checkpoint(folder: Path):
     from safetensors.torch import save_file
     from transformers import Qwen2Config, Qwen2Model
 
-    from kvrescue_eval.model_adapters.smollm2 import smollm2_path
+    from kvrescue_eval.model_adapters.model_files.smollm2 import smollm2_path
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(smollm2_path())

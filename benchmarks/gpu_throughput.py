@@ -76,7 +76,7 @@ def config_of(name: str, tiny: bool):
 def random_model(config, device, dtype, prm: bool = False):
     from transformers import Qwen2ForCausalLM
 
-    from kvrescue_eval.model_adapters.qwen_prm_model import QwenPRM
+    from kvrescue_eval.model_adapters.scorers.qwen_prm_model import QwenPRM
 
     torch.manual_seed(0)
     previous = torch.get_default_dtype()
@@ -106,8 +106,8 @@ def run_mode(setup: Setup, args, mode: str, in_flight: int, problems: int) -> di
     from kvrescue_eval.engine.config import EngineConfig
     from kvrescue_eval.engine.sampling import SamplingParams
     from kvrescue_eval.engine.scheduler import Engine, Problem
-    from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
-    from kvrescue_eval.model_adapters.hf_policy import HFPolicy
+    from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+    from kvrescue_eval.model_adapters.hf.policy import HFPolicy
     from kvrescue_eval.model_adapters.scorers.qwen_prm import QwenPRMScorer
 
     budget = None if mode == "full" else args.budget

@@ -25,7 +25,7 @@ def test_the_line_is_one_import_line_as_site_requires():
 
 
 def test_installs_the_lm_eval_finder():
-    probe = pth_line() + ("from kvrescue_eval.model_adapters.lm_eval_discovery import _LmEvalFinder\n"
+    probe = pth_line() + ("from kvrescue_eval.model_adapters.lm_eval.discovery import _LmEvalFinder\n"
                           "print(sum(isinstance(f, _LmEvalFinder) for f in sys.meta_path))\n")
     result = run(probe)
     assert result.returncode == 0, result.stderr
@@ -42,9 +42,9 @@ BROKEN_DEPENDENCY = """
 import sys
 class MissingDependency:
     def find_spec(self, name, path=None, target=None):
-        if name == "kvrescue_eval.model_adapters.lm_eval_discovery":
+        if name == "kvrescue_eval.model_adapters.lm_eval.discovery":
             raise ModuleNotFoundError("No module named 'somedep'", name="somedep")
-sys.modules.pop("kvrescue_eval.model_adapters.lm_eval_discovery", None)
+sys.modules.pop("kvrescue_eval.model_adapters.lm_eval.discovery", None)
 sys.meta_path.insert(0, MissingDependency())
 """
 

@@ -35,10 +35,19 @@ def test_the_code_keeps_every_contract():
 
 @pytest.mark.parametrize("module, line, contract", [
     ("kvrescue_eval/engine/scheduler.py", "import transformers", "The core imports no lm-eval"),
-    ("kvrescue_eval/analysis/tables.py", "from kvrescue_eval.model_adapters import presets", "The core imports no lm-eval"),
+    ("kvrescue_eval/analysis/tables.py", "from kvrescue_eval.model_adapters.settings import presets",
+     "The core imports no lm-eval"),
     ("kvrescue_eval/grading/api.py", "from kvrescue_eval.tasks import seed_metrics", "The core imports no lm-eval"),
     ("kvrescue_eval/engine/config.py", "from kvrescue_eval.grading import math_equal", "The engine imports no grader"),
     ("tasks/seed_metrics.py", "from kvrescue_eval.grading.normalization import strip_string", "Tasks import only"),
+    # the adapters' layers: hf and vllm know nothing of each other, lower layers nothing of higher ones
+    ("model_adapters/hf/policy.py", "from kvrescue_eval.model_adapters.vllm import engine", "The adapters in layers"),
+    ("model_adapters/vllm/engine.py", "from kvrescue_eval.model_adapters.hf import loading", "The adapters in layers"),
+    ("model_adapters/settings/presets.py", "from kvrescue_eval.model_adapters.lm_eval import model",
+     "The adapters in layers"),
+    ("model_adapters/model_files/locate.py", "from kvrescue_eval.model_adapters.settings import model_args",
+     "The adapters in layers"),
+    ("model_adapters/scorers/qwen_prm.py", "import lm_eval", "Only model_adapters.lm_eval imports lm-eval"),
 ])
 def test_a_violating_import_breaks_its_contract(tmp_path, module, line, contract):
     repo = copy_of_the_code(tmp_path)

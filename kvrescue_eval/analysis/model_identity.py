@@ -8,7 +8,7 @@ weights, so the analysis maps such folders back to the packaged name before pair
 from pathlib import PurePath
 
 # Folder name of a converted packaged model -> the model name runs use. The SmolLM2 folder is named after
-# its GGUF file (model_adapters/smollm2.py: cache root / Path(GGUF_NAME).stem).
+# its GGUF file (model_adapters/model_files/smollm2.py: cache root / Path(GGUF_NAME).stem).
 PACKAGED_FOLDERS = {"SmolLM2-135M-Instruct.Q4_1": "smollm2"}
 TESTBED_WEIGHTS = ("testbed", "weights")  # model_adapters/testbed/weights/NAME is "testbed:NAME"
 

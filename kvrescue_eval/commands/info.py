@@ -5,7 +5,7 @@ HELP = "Show versions, the task folder and whether the plain lm_eval command fin
 
 # The core does not import the adapters (.importlinter): the hook is recognised by the module of the finder
 # that the installed .pth puts on sys.meta_path, and the tasks folder is found without importing it.
-HOOK_MODULE = "kvrescue_eval.model_adapters.lm_eval_discovery"
+HOOK_MODULE = "kvrescue_eval.model_adapters.lm_eval.discovery"
 
 
 def tasks_folder():

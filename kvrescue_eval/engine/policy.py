@@ -1,11 +1,12 @@
 """What the engine needs from a model: the policy interface (the seam between engine and frameworks).
 
-A policy holds, per problem `key`, one committed state (prompt + committed steps, with the
-distribution of the next token) and, during a step, candidate rows forked from it. The engine
-drives rows one token at a time, so it can stop, abort and replace them between tokens; a policy
-may batch the rows of many problems in one forward pass however its cache allows.
+A `TokenPolicy` (a model the engine drives token by token) holds, per problem `key`, one committed
+state (prompt + committed steps, with the distribution of the next token) and, during a step,
+candidate rows forked from it. The engine drives rows one token at a time, so it can stop, abort and
+replace them between tokens; a policy may batch the rows of many problems in one forward pass however
+its cache allows.
 
-Implementations: `kvrescue_eval.model_adapters.hf_policy.HFPolicy` (transformers, with or without
+Implementations: `kvrescue_eval.model_adapters.hf.policy.HFPolicy` (transformers, with or without
 KV eviction).
 
 A `StepPolicy` works a whole step at a time instead: asked for the candidates of a step, it returns
@@ -13,7 +14,7 @@ them finished (ended at "\n\n", at EOS or at the token cap). The engine calls `p
 critical path, on a background thread, while it decodes the token-level policy's rows. Its candidates
 are never screened by the degeneration detector (the engine sees no per-token entropy). The base
 under eviction is always token-level; a full-KV helper (or a full-KV base) may be either.
-Implementations: `kvrescue_eval.model_adapters.vllm_policy.VLLMStepPolicy`, and
+Implementations: `kvrescue_eval.model_adapters.vllm.step_policy.VLLMStepPolicy`, and
 `kvrescue_eval.engine.stepped.SteppedPolicy` (any token-level policy driven a step at a time).
 """
 
@@ -25,7 +26,7 @@ STEP_FINISHES = ("stop", "eos", "length")  # ended at "\n\n", at an EOS token, a
 Conversation = Sequence[dict]  # [{"role": "system"|"user"|"assistant", "content": str}, ...]
 
 
-class Policy(Protocol):
+class TokenPolicy(Protocol):
     name: str
     tokenizer_key: Hashable           # two policies with equal keys tokenize identically (share ids)
     eos_token_ids: frozenset

@@ -41,7 +41,7 @@ from typing import Callable, Hashable, Sequence
 from kvrescue_eval.detector import ENTROPY, GZIP, CandidateMonitor
 from kvrescue_eval.engine.background import BatchWorker
 from kvrescue_eval.engine.config import STEP_SEPARATOR, EngineConfig
-from kvrescue_eval.engine.policy import Conversation, Policy, StepCandidate, StepPolicy, StepRequest
+from kvrescue_eval.engine.policy import Conversation, StepCandidate, StepPolicy, StepRequest, TokenPolicy
 from kvrescue_eval.engine.sampling import stream_seed
 from kvrescue_eval.engine.scoring import ScoreRequest, StepScorer
 from kvrescue_eval.stats import STAT_KEYS
@@ -117,7 +117,7 @@ class ProblemState:
 
 
 class Engine:
-    def __init__(self, base: Policy | None, helper: Policy | None, scorer: StepScorer | None,
+    def __init__(self, base: TokenPolicy | None, helper: TokenPolicy | None, scorer: StepScorer | None,
                  config: EngineConfig, on_event: Callable[..., None] | None = None, overlap: bool = True):
         if config.n_base and base is None or config.n_helper and helper is None:
             raise ValueError(f"n_base={config.n_base} needs a base policy and n_helper={config.n_helper} "
@@ -249,7 +249,7 @@ class Engine:
                                               eos=step.finish == "eos", done=True))
         state.candidates.sort(key=lambda c: ROLES.index(c.role))  # stable: each role keeps its order
 
-    def _advance(self, state: ProblemState, cand: Candidate, policy: Policy, token: int, entropy: float):
+    def _advance(self, state: ProblemState, cand: Candidate, policy: TokenPolicy, token: int, entropy: float):
         state.stats[f"{cand.role}_tokens"] += 1
         if token in policy.eos_token_ids:
             cand.eos = cand.done = True

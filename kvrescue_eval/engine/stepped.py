@@ -11,11 +11,11 @@ import threading
 from typing import Hashable, Sequence
 
 from kvrescue_eval.engine.config import STEP_SEPARATOR
-from kvrescue_eval.engine.policy import Policy, StepCandidate, StepRequest
+from kvrescue_eval.engine.policy import StepCandidate, StepRequest, TokenPolicy
 
 
 class SteppedPolicy:
-    def __init__(self, policy: Policy):
+    def __init__(self, policy: TokenPolicy):
         self.policy = policy
         self.name, self.tokenizer_key, self.eos_token_ids = policy.name, policy.tokenizer_key, policy.eos_token_ids
         self.rows: dict[Hashable, dict[int, Hashable]] = {}   # key -> id(candidate) -> row

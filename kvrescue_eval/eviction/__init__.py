@@ -1,21 +1,33 @@
-"""KV-cache eviction scoring: which cache slots an evicted model keeps (pure torch).
+"""KV-cache eviction: which cache slots an evicted model keeps (pure torch, no framework).
 
-`kept_indices(method, queries, keys, budget=...)` is the public entry point; `EVICTORS` lists the
-methods. Each method is a small dataclass with one `score()` in its own file; selection is shared.
+`kept_indices(method, queries, keys, budget=...)` / `select_kept(evictor, ...)` are the public entry
+points; `EvictionSchedule` is what the caches take (when to compress, to how many slots, the memory
+bound); `EVICTORS` lists the methods. Each method is a small dataclass in its own file.
 """
 
-from .attention import grouped_logits, window_importance
+from .adakv import AdaKV
+from .api import kept_indices, select_kept
+from .attention import chunk_attention, grouped_logits, window_importance
+from .criticalkv import CriticalKV
 from .evictor import Evictor
+from .h2o import H2O
+from .kept import Kept
+from .keydiff import KeyDiff
 from .knorm import KNorm
+from .pyramidkv import PyramidKV
+from .random_eviction import RandomEviction
 from .redundancy import key_redundancy
-from .registry import EVICTORS, build_evictor
+from .registry import EVICTORS, build_evictor, evictor_options
 from .rkv import RKV
-from .selection import kept_indices, select_kept
+from .schedule import EvictionSchedule
 from .snapkv import SnapKV
 from .streaming_llm import StreamingLLM
 from .tova import TOVA
+from .view import CacheView
 
 __all__ = [
-    "EVICTORS", "Evictor", "KNorm", "RKV", "SnapKV", "StreamingLLM", "TOVA", "build_evictor",
-    "grouped_logits", "key_redundancy", "kept_indices", "select_kept", "window_importance",
+    "EVICTORS", "AdaKV", "CacheView", "CriticalKV", "EvictionSchedule", "Evictor", "H2O", "KNorm", "Kept",
+    "KeyDiff", "PyramidKV", "RKV", "RandomEviction", "SnapKV", "StreamingLLM", "TOVA", "build_evictor",
+    "chunk_attention", "evictor_options", "grouped_logits", "key_redundancy", "kept_indices", "select_kept",
+    "window_importance",
 ]

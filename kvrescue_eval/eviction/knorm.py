@@ -2,6 +2,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .view import CacheView
+
 
 @dataclass
 class KNorm:
@@ -10,5 +12,5 @@ class KNorm:
     Needs no queries: a low key norm correlates with high attention.
     """
 
-    def score(self, queries: torch.Tensor, keys: torch.Tensor, window: int) -> torch.Tensor:
-        return -keys[:, :, : keys.shape[2] - window].float().norm(dim=-1)
+    def score(self, view: CacheView) -> torch.Tensor:
+        return -view.keys[:, :, :view.candidates].float().norm(dim=-1)

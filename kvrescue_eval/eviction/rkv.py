@@ -4,6 +4,7 @@ import torch
 
 from .attention import check_pool_kernel, window_importance
 from .redundancy import key_redundancy
+from .view import CacheView
 
 
 @dataclass
@@ -23,7 +24,7 @@ class RKV:
                 or not 0.0 <= self.mix_lambda <= 1.0:
             raise ValueError(f"mix_lambda must be a number in [0, 1] (R-KV uses 0.1), got {self.mix_lambda!r}")
 
-    def score(self, queries: torch.Tensor, keys: torch.Tensor, window: int) -> torch.Tensor:
-        importance = window_importance(queries, keys, window, self.pool_kernel)
-        redundancy = key_redundancy(keys)[..., : keys.shape[2] - window]
+    def score(self, view: CacheView) -> torch.Tensor:
+        importance = window_importance(view.window_queries, view.keys, view.window, self.pool_kernel, view.valid)
+        redundancy = key_redundancy(view.keys, valid=view.valid)[..., :view.candidates]
         return self.mix_lambda * importance - (1.0 - self.mix_lambda) * redundancy

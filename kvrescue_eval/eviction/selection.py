@@ -1,60 +1,45 @@
-"""Which cache slots survive: the newest `window` slots plus the top-scored k = budget - window older ones."""
+"""Which cache slots survive one compression: the newest `window` slots plus the top-scored older ones."""
 
 import torch
 
-from .evictor import Evictor
-from .registry import build_evictor
+from .kept import Kept
+from .view import CacheView
 
 
-def kept_indices(method: str, queries: torch.Tensor, keys: torch.Tensor, *, budget: int, window: int = 8,
-                 pool_kernel: int = 7, mix_lambda: float = 0.1) -> torch.Tensor:
-    """Ascending slot indices to keep, LongTensor (batch, kv_heads, budget), or all L slots when L <= budget.
+def select(evictor, view: CacheView, budget: int) -> Kept:
+    """The slots a compression to `budget` slots per head (>= view.window) keeps; all of them when
+    L <= budget. An evictor with its own `select` (per-head budgets) chooses; else the top
+    budget - window candidates by `score`, per batch row and KV head."""
+    if view.length <= budget:
+        return keep_all(view)
+    own = getattr(evictor, "select", None)
+    if own is not None:
+        return own(view, budget)
+    return top_scored(view, candidate_scores(evictor, view), budget - view.window)
 
-    `queries` (batch, q_heads, >= window, head_dim): the last post-RoPE queries (only the last `window`
-    rows are used); `keys` (batch, kv_heads, L, head_dim): post-RoPE keys, slot 0 oldest. `pool_kernel`
-    and `mix_lambda` apply to the methods that have them (see `EVICTORS`). Every batch row and KV head
-    chooses independently; half-precision inputs are scored in float32.
-    """
-    evictor = build_evictor(method, pool_kernel=pool_kernel, mix_lambda=mix_lambda)
-    return select_kept(evictor, queries, keys, budget=budget, window=window)
+
+def keep_all(view: CacheView) -> Kept:
+    batch, kv_heads, length = view.keys.shape[:3]
+    index = torch.arange(length, device=view.keys.device).expand(batch, kv_heads, length).contiguous()
+    return Kept(index, None if view.valid is None else view.valid.clone())
 
 
-def select_kept(evictor: Evictor, queries: torch.Tensor, keys: torch.Tensor, *, budget: int,
-                window: int = 8) -> torch.Tensor:
-    """`kept_indices` for an evictor object (e.g. `StreamingLLM(sinks=8)` or one of your own)."""
-    check_inputs(queries, keys, budget=budget, window=window)
-    batch, kv_heads, length, _ = keys.shape
-    if length <= budget:
-        return torch.arange(length, device=keys.device).expand(batch, kv_heads, length).contiguous()
-    candidates = length - window
-    scores = evictor.score(queries[:, :, -window:], keys, window)
-    if scores.shape != (batch, kv_heads, candidates):
+def candidate_scores(evictor, view: CacheView) -> torch.Tensor:
+    """`evictor.score(view)`, shape-checked; candidates that hold no token score -inf."""
+    scores = evictor.score(view)
+    expected = view.keys.shape[:2] + (view.candidates,)
+    if tuple(scores.shape) != tuple(expected):
         raise RuntimeError(f"{type(evictor).__name__}.score returned shape {tuple(scores.shape)}, "
-                           f"expected (batch, kv_heads, L - window) = {(batch, kv_heads, candidates)}")
-    chosen = scores.topk(budget - window, dim=-1).indices
-    recent = torch.arange(candidates, length, device=keys.device).expand(batch, kv_heads, window)
-    return torch.cat([chosen, recent], dim=-1).sort(dim=-1).values
+                           f"expected (batch, kv_heads, L - window) = {tuple(expected)}")
+    if view.valid is not None:
+        scores = scores.masked_fill(~view.valid[..., :view.candidates], float("-inf"))
+    return scores
 
 
-def check_inputs(queries: torch.Tensor, keys: torch.Tensor, *, budget: int, window: int) -> None:
-    for name, value in (("budget", budget), ("window", window)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {value!r}")
-    if window < 1:
-        raise ValueError(f"window must be >= 1 (the newest slots always kept; R-KV uses 8), got {window}")
-    if budget <= window:
-        raise ValueError(f"budget must be larger than window, got budget={budget} <= window={window}")
-    for name, tensor, layout in (("queries", queries, "(batch, q_heads, window, head_dim)"),
-                                 ("keys", keys, "(batch, kv_heads, L, head_dim)")):
-        if not isinstance(tensor, torch.Tensor) or tensor.dim() != 4 or not tensor.is_floating_point():
-            shape = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
-            dtype = f" {tensor.dtype}" if isinstance(tensor, torch.Tensor) else ""
-            raise ValueError(f"{name} must be a floating-point tensor {layout}, got {shape}{dtype}")
-    q_shape, k_shape = tuple(queries.shape), tuple(keys.shape)
-    if q_shape[0] != k_shape[0] or q_shape[3] != k_shape[3]:
-        raise ValueError(f"queries {q_shape} and keys {k_shape} must agree in batch (dim 0) and head_dim (dim 3)")
-    if k_shape[1] == 0 or q_shape[1] % k_shape[1] != 0:
-        raise ValueError(f"query heads must be a multiple of KV heads: queries {q_shape}, keys {k_shape}")
-    if q_shape[2] < window:
-        raise ValueError(f"window={window} is larger than the {q_shape[2]} query rows provided "
-                         f"(queries {q_shape}); pass the last `window` queries")
+def top_scored(view: CacheView, scores: torch.Tensor, picks: int) -> Kept:
+    """The top `picks` candidates by score (per row and head) and the window, ascending."""
+    batch, kv_heads, length = view.keys.shape[:3]
+    chosen = scores.topk(picks, dim=-1).indices
+    recent = torch.arange(view.candidates, length, device=view.keys.device).expand(batch, kv_heads, view.window)
+    index = torch.cat([chosen, recent], dim=-1).sort(dim=-1).values
+    return Kept(index, None if view.valid is None else view.valid.gather(2, index))

@@ -3,6 +3,7 @@ from dataclasses import dataclass
 import torch
 
 from .attention import check_pool_kernel, window_importance
+from .view import CacheView
 
 
 @dataclass
@@ -18,5 +19,5 @@ class SnapKV:
     def __post_init__(self):
         check_pool_kernel(self.pool_kernel)
 
-    def score(self, queries: torch.Tensor, keys: torch.Tensor, window: int) -> torch.Tensor:
-        return window_importance(queries, keys, window, self.pool_kernel)
+    def score(self, view: CacheView) -> torch.Tensor:
+        return window_importance(view.window_queries, view.keys, view.window, self.pool_kernel, view.valid)

@@ -2,6 +2,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .view import CacheView
+
 
 @dataclass
 class StreamingLLM:
@@ -17,10 +19,9 @@ class StreamingLLM:
         if isinstance(self.sinks, bool) or not isinstance(self.sinks, int) or self.sinks < 0:
             raise ValueError(f"sinks must be a non-negative integer (StreamingLLM uses 4), got {self.sinks!r}")
 
-    def score(self, queries: torch.Tensor, keys: torch.Tensor, window: int) -> torch.Tensor:
-        batch, kv_heads, length, _ = keys.shape
-        candidates = length - window
-        slot = torch.arange(candidates, dtype=torch.float32, device=keys.device)
+    def score(self, view: CacheView) -> torch.Tensor:
+        batch, kv_heads, candidates = view.keys.shape[0], view.keys.shape[1], view.candidates
+        slot = torch.arange(candidates, dtype=torch.float32, device=view.keys.device)
         # Newer is better; sinks rank above every other slot, earlier sinks first.
         score = torch.where(slot < self.sinks, 2 * candidates - slot, slot)
         return score.expand(batch, kv_heads, candidates)

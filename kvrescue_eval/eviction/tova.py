@@ -3,6 +3,7 @@ from dataclasses import dataclass
 import torch
 
 from .attention import grouped_logits
+from .view import CacheView
 
 
 @dataclass
@@ -14,6 +15,8 @@ class TOVA:
     chooses for itself, like the other evictors.
     """
 
-    def score(self, queries: torch.Tensor, keys: torch.Tensor, window: int) -> torch.Tensor:
-        attention = grouped_logits(queries[:, :, -1:], keys).softmax(dim=-1).mean(dim=2)
-        return attention[:, :, 0, : keys.shape[2] - window]
+    def score(self, view: CacheView) -> torch.Tensor:
+        logits = grouped_logits(view.queries[:, :, -1:], view.keys)
+        if view.valid is not None:
+            logits = logits.masked_fill(~view.valid[:, :, None, None, :], float("-inf"))
+        return logits.softmax(dim=-1).mean(dim=2)[:, :, 0, :view.candidates]

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from ..progress import PROGRESS_VARIABLE
+from .progress import PROGRESS_VARIABLE
 from .arm import run_arm, used_vllm
 
 

@@ -13,7 +13,7 @@ import torch
 
 from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
 
-from ..qwen_prm_model import QwenPRM, positive_probability
+from .qwen_prm_model import QwenPRM, positive_probability
 from .prefix_cache import PrefixCache, Prefix, Row, common_prefix_length
 
 STEP_TAG = "<extra_0>"

@@ -12,7 +12,7 @@ from typing import Hashable, Sequence
 
 from kvrescue_eval.engine.scoring import ScoreRequest
 
-from ..vllm_loading import VLLM_CALL
+from ..vllm.engine import VLLM_CALL
 from .qwen_prm import QwenPRMScorer, resolve_checkpoint, step_tag_id
 
 
@@ -43,7 +43,7 @@ def load_vllm_qwen_prm(path: str, **engine_kwargs) -> VLLMQwenPRMScorer:
     from transformers import AutoTokenizer
     from vllm.config import PoolerConfig
 
-    from ..vllm_loading import start_llm
+    from ..vllm.engine import start_llm
 
     folder = resolve_checkpoint(path)
     tokenizer = AutoTokenizer.from_pretrained(folder)

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from kvrescue_eval.model_adapters.model_args import parse_model_args
+from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 
 MISSING = "/nonexistent/model"  # loading it would fail: errors below prove nothing was loaded
 RESCUE = dict(base=MISSING, helper=MISSING, prm=MISSING)

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import torch
 import torch.multiprocessing as mp
 
-from kvrescue_eval.model_adapters.data_parallel import DataParallel
-from kvrescue_eval.model_adapters.lm_eval_model import data_parallel_padding
+from kvrescue_eval.model_adapters.lm_eval.data_parallel import DataParallel
+from kvrescue_eval.model_adapters.lm_eval.requests import data_parallel_padding
 
 
 def _free_port() -> int:

@@ -8,8 +8,8 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from kvrescue_eval.model_adapters.evicting_attention import use_evicting_attention
-from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
+from kvrescue_eval.model_adapters.hf.evicting_attention import use_evicting_attention
+from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
 
 from test_evicting_cache import VOCAB, clone_model, tiny_model
 
@@ -99,8 +99,9 @@ def test_helper_logprob_scorer_shares_the_helper_model_and_scores_as_a_separate_
     from test_scorers import CANDIDATES, QUESTION, STEPS, tiny_tokenizer
 
     from kvrescue_eval.engine.scoring import ScoreRequest
-    from kvrescue_eval.model_adapters.hf_loading import build_components, load_causal_lm
-    from kvrescue_eval.model_adapters.model_args import parse_model_args
+    from kvrescue_eval.model_adapters.backends import build_components
+    from kvrescue_eval.model_adapters.hf.loading import load_causal_lm
+    from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
     from kvrescue_eval.model_adapters.scorers import build_scorer
     from transformers import LlamaConfig, LlamaForCausalLM
 

@@ -12,7 +12,7 @@ from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Confi
 from transformers.modeling_utils import AttentionInterface
 
 from kvrescue_eval.eviction import kept_indices
-from kvrescue_eval.model_adapters.evicting_cache import EvictingCache, EvictionPolicy, make_evicting_cache
+from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingCache, EvictionPolicy, make_evicting_cache
 
 VOCAB = 64
 TOL = 1e-4

@@ -21,8 +21,8 @@ from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
 
 import kvrescue_eval.eviction as eviction  # noqa: E402
 from kvrescue_eval.engine.sampling import SamplingParams  # noqa: E402
-from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache  # noqa: E402
-from kvrescue_eval.model_adapters.hf_policy import HFPolicy  # noqa: E402
+from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache  # noqa: E402
+from kvrescue_eval.model_adapters.hf.policy import HFPolicy  # noqa: E402
 
 STEPS, BUDGET, BUFFER = 300, 24, 64
 CACHE_FILES = ("evicting_cache.py", "evicting_attention.py", "kv_slots.py", "kvrescue_eval/eviction/")

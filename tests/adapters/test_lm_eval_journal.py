@@ -19,7 +19,7 @@ def tiny_folder(tmp_path_factory):
 
 
 def make_lm(tiny_folder, **args):
-    from kvrescue_eval.model_adapters.lm_eval_model import KVRescueLM
+    from kvrescue_eval.model_adapters.lm_eval.model import KVRescueLM
 
     settings = dict(base=tiny_folder, helper=tiny_folder, scorer="helper-logprob", n=2, budget=16, buffer=8,
                     max_steps=3, max_step_tokens=8, device="cpu")
@@ -78,13 +78,13 @@ def test_a_journal_of_other_model_args_is_refused_naming_them(tmp_path, tiny_fol
     (["/venv/bin/python", "my_script.py", "--output_path", "elsewhere"], None),   # not the lm_eval command
 ])
 def test_the_default_journal_lives_beside_lm_evals_output_path(argv, expected):
-    from kvrescue_eval.model_adapters.run_journal import lm_eval_output_path
+    from kvrescue_eval.model_adapters.lm_eval.run_journal import lm_eval_output_path
 
     assert lm_eval_output_path(argv) == expected
 
 
 def test_output_path_from_an_lm_eval_config_file(tmp_path):
-    from kvrescue_eval.model_adapters.run_journal import lm_eval_output_path
+    from kvrescue_eval.model_adapters.lm_eval.run_journal import lm_eval_output_path
 
     config = tmp_path / "eval.yaml"
     config.write_text("model: kvrescue\noutput_path: runs/from-config\n")

@@ -16,7 +16,7 @@ MISSING = "/nonexistent/model"  # loading it would fail: errors below prove noth
 
 
 def make_lm(**args):
-    from kvrescue_eval.model_adapters.lm_eval_model import KVRescueLM
+    from kvrescue_eval.model_adapters.lm_eval.model import KVRescueLM
 
     return KVRescueLM(**args)
 
@@ -44,7 +44,7 @@ def test_bad_model_args_fail_before_loading_naming_argument_and_valid_values(arg
 
 
 def test_presets_resolve_and_model_args_override_them():
-    from kvrescue_eval.model_adapters.model_args import parse_model_args
+    from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 
     default = parse_model_args({})
     assert (default.preset, default.base, default.helper, default.scorer) == (

@@ -38,7 +38,7 @@ def folders(tmp_path_factory):
 
 
 def run(folders, **args):
-    from kvrescue_eval.model_adapters.lm_eval_model import KVRescueLM
+    from kvrescue_eval.model_adapters.lm_eval.model import KVRescueLM
 
     settings = dict(base=folders["incoherent"], helper=folders["helper"], scorer="helper-logprob", n=2, budget=16,
                     buffer=8, max_steps=2, max_step_tokens=STEP_TOKENS, device="cpu", temperature=0.8, top_p=1.0,
@@ -85,7 +85,7 @@ def test_rescue_without_detector_commits_what_a_detector_that_never_fires_commit
 
 
 def test_effective_detector_per_mode():
-    from kvrescue_eval.model_adapters.model_args import parse_model_args
+    from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 
     common = {"base": "b", "helper": "h", "scorer": "helper-logprob"}
     assert parse_model_args({**common, "mode": "rescue"}).detector_config == DetectorConfig()
@@ -108,7 +108,7 @@ def test_effective_detector_per_mode():
     (dict(detector_entropy_threshold=float("nan")), ["detector_entropy_threshold=nan", ">= 0"]),
 ])
 def test_bad_detector_args_name_the_argument_and_the_valid_values(args, names):
-    from kvrescue_eval.model_adapters.model_args import parse_model_args
+    from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 
     with pytest.raises(ValueError) as error:
         parse_model_args({"base": "b", "helper": "h", "scorer": "helper-logprob", **args})

@@ -13,7 +13,7 @@ from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
 
 
 def test_outside_lm_eval_the_model_arg_or_its_default_applies():
-    from kvrescue_eval.model_adapters.lm_eval_seed import effective_seed
+    from kvrescue_eval.model_adapters.lm_eval.seed import effective_seed
 
     assert effective_seed({"seed": 3}) == ({"seed": 3}, "model_args")
     assert effective_seed({"n": 2}) == ({"n": 2, "seed": 0}, "default")
@@ -21,7 +21,7 @@ def test_outside_lm_eval_the_model_arg_or_its_default_applies():
 
 def simple_evaluate(random_seed):
     """Stands in for nothing: `effective_seed` looks for lm-eval's own function by name and file."""
-    from kvrescue_eval.model_adapters.lm_eval_seed import effective_seed
+    from kvrescue_eval.model_adapters.lm_eval.seed import effective_seed
 
     return effective_seed({})
 

@@ -5,8 +5,9 @@ import logging
 import pytest
 from huggingface_hub import constants
 
-from kvrescue_eval.model_adapters.model_args import parse_model_args
-from kvrescue_eval.model_adapters.model_files import ModelsNotFound, check_models_present, model_folder
+from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
+from kvrescue_eval.model_adapters.model_files.locate import model_folder
+from kvrescue_eval.model_adapters.settings.required_models import ModelsNotFound, check_models_present
 
 
 @pytest.fixture
@@ -58,7 +59,7 @@ def test_local_folders_and_packaged_models_need_no_cache(empty_hub_cache, tmp_pa
 
 
 def test_the_lm_eval_model_logs_the_error_with_its_level_before_loading_anything(empty_hub_cache, caplog):
-    from kvrescue_eval.model_adapters.lm_eval_model import KVRescueLM
+    from kvrescue_eval.model_adapters.lm_eval.model import KVRescueLM
 
     with caplog.at_level(logging.ERROR), pytest.raises(ModelsNotFound):
         KVRescueLM(preset="paper-72b", device="cpu")

@@ -16,11 +16,11 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
 from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
 
 from kvrescue_eval.engine.sampling import SamplingParams  # noqa: E402
-from kvrescue_eval.model_adapters.evicting_attention import use_evicting_attention  # noqa: E402
-from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache  # noqa: E402
-from kvrescue_eval.model_adapters.hf_loading import load_causal_lm  # noqa: E402
-from kvrescue_eval.model_adapters.hf_policy import HFPolicy  # noqa: E402
-from kvrescue_eval.model_adapters.model_args import parse_model_args  # noqa: E402
+from kvrescue_eval.model_adapters.hf.evicting_attention import use_evicting_attention  # noqa: E402
+from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache  # noqa: E402
+from kvrescue_eval.model_adapters.hf.loading import load_causal_lm  # noqa: E402
+from kvrescue_eval.model_adapters.hf.policy import HFPolicy  # noqa: E402
+from kvrescue_eval.model_adapters.settings.model_args import parse_model_args  # noqa: E402
 
 CONVERSATION = [{"role": "user", "content": "Compute step by step. " * 4}]
 

@@ -18,10 +18,10 @@ class KeepOldest:
     offset: float = 0.0
     seen: ClassVar[list] = []
 
-    def score(self, queries, keys, window):
-        batch, kv_heads, length, _ = keys.shape
+    def score(self, view):
+        batch, kv_heads, length, _ = view.keys.shape
         KeepOldest.seen.append((self.offset, length))
-        return (self.offset - torch.arange(length - window, dtype=torch.float32)).expand(batch, kv_heads, -1)
+        return (self.offset - torch.arange(view.candidates, dtype=torch.float32)).expand(batch, kv_heads, -1)
 
 
 class LongestStep:
@@ -48,7 +48,7 @@ def registered(monkeypatch):
 
 
 def test_a_toy_evictor_and_scorer_run_the_engine_through_model_args(registered, tiny_folder):
-    from kvrescue_eval.model_adapters.lm_eval_model import KVRescueLM
+    from kvrescue_eval.model_adapters.lm_eval.model import KVRescueLM
 
     # Values as lm-eval hands them over from the command line: text, converted to each option's type.
     lm = KVRescueLM(base=tiny_folder, helper=tiny_folder, evictor="keep-oldest", offset="2.5",
@@ -68,7 +68,7 @@ def test_a_toy_evictor_and_scorer_run_the_engine_through_model_args(registered, 
 
 
 def test_options_of_other_plug_ins_are_refused_naming_the_valid_ones(registered):
-    from kvrescue_eval.model_adapters.model_args import parse_model_args
+    from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 
     with pytest.raises(ValueError, match=r"\['sinks'\].*options of evictor keep-oldest / scorer longest-step: offset, weight"):
         parse_model_args({"base": "b", "helper": "h", "evictor": "keep-oldest", "scorer": "longest-step", "sinks": 8})

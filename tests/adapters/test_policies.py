@@ -12,8 +12,9 @@ from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
 from kvrescue_eval.engine.config import EngineConfig  # noqa: E402
 from kvrescue_eval.engine.sampling import SamplingParams  # noqa: E402
 from kvrescue_eval.engine.scheduler import Engine, Problem  # noqa: E402
-from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache  # noqa: E402
-from kvrescue_eval.model_adapters.hf_policy import HFPolicy, render_prompt  # noqa: E402
+from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache  # noqa: E402
+from kvrescue_eval.model_adapters.hf.policy import HFPolicy  # noqa: E402
+from kvrescue_eval.model_adapters.prompts import render_prompt  # noqa: E402
 
 SAMPLING = SamplingParams(1.0, 1.0, 0)
 CONVERSATION = [{"role": "system", "content": "Please reason step by step."}, {"role": "user", "content": "2 + 3?"}]

@@ -6,7 +6,7 @@ import io
 import json
 from types import SimpleNamespace
 
-from kvrescue_eval.model_adapters.progress import PROGRESS_VARIABLE, Progress
+from kvrescue_eval.model_adapters.lm_eval.progress import PROGRESS_VARIABLE, Progress
 
 
 def finished(steps):

@@ -11,7 +11,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, Qwen2Config, Qwen2Model
 
 from kvrescue_eval.engine.scoring import ScoreRequest
-from kvrescue_eval.model_adapters.qwen_prm_model import QwenPRM
+from kvrescue_eval.model_adapters.scorers.qwen_prm_model import QwenPRM
 from kvrescue_eval.model_adapters.scorers import SCORERS, build_scorer
 
 SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."

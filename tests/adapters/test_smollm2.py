@@ -4,7 +4,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from kvrescue_eval.model_adapters import smollm2
+from kvrescue_eval.model_adapters.model_files import smollm2
 
 
 @pytest.mark.slow

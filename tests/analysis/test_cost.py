@@ -80,7 +80,7 @@ def test_cost_command(capsys):
 
 def test_cost_takes_the_presets_hub_ids_and_the_papers_alpha(capsys):
     from kvrescue_eval.analysis.cost import PAPER_ALPHA
-    from kvrescue_eval.model_adapters.presets import PRESETS
+    from kvrescue_eval.model_adapters.settings.presets import PRESETS
 
     for preset in ("paper-7b", "paper-72b"):
         for role in ("base", "helper"):

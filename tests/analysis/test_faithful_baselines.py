@@ -107,7 +107,7 @@ def test_population_std_of_the_papers_aime_cell(tmp_path):
 
 def test_stock_hf_run_on_the_converted_smollm2_folder_pairs_with_smollm2_runs(tmp_path):
     from kvrescue_eval.analysis.model_identity import PACKAGED_FOLDERS
-    from kvrescue_eval.model_adapters.smollm2 import GGUF_NAME
+    from kvrescue_eval.model_adapters.model_files.smollm2 import GGUF_NAME
 
     assert Path(GGUF_NAME).stem in PACKAGED_FOLDERS   # the folder smollm2_path() converts to
     runs = tmp_path / "runs"

@@ -12,8 +12,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_reference_solutions_are_never_flagged_under_smollm2():
-    from kvrescue_eval.model_adapters.hf_policy import render_prompt
-    from kvrescue_eval.model_adapters.smollm2 import load_smollm2
+    from kvrescue_eval.model_adapters.prompts import render_prompt
+    from kvrescue_eval.model_adapters.model_files.smollm2 import load_smollm2
     from kvrescue_eval.tasks.data import load_benchmark
 
     model, tokenizer = load_smollm2()

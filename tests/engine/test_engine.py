@@ -6,8 +6,9 @@ import torch
 from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.engine.sampling import SamplingParams
 from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
-from kvrescue_eval.model_adapters.hf_policy import HFPolicy, render_prompt
+from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+from kvrescue_eval.model_adapters.hf.policy import HFPolicy
+from kvrescue_eval.model_adapters.prompts import render_prompt
 from tiny_models import tiny_model
 
 SAMPLING = SamplingParams(temperature=1.0, top_p=0.95, top_k=50)

@@ -10,8 +10,8 @@ from kvrescue_eval.engine.retry import (POLICY_METHODS, SCORER_METHODS, Faults, 
                                         is_out_of_memory)
 from kvrescue_eval.engine.sampling import SamplingParams
 from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
-from kvrescue_eval.model_adapters.hf_policy import HFPolicy
+from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+from kvrescue_eval.model_adapters.hf.policy import HFPolicy
 from tiny_models import tiny_model
 
 SAMPLING = SamplingParams(temperature=1.0, top_p=0.95, top_k=50)

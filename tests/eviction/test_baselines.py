@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from kvrescue_eval.eviction import TOVA, StreamingLLM, kept_indices, select_kept
+from kvrescue_eval.eviction import CacheView, TOVA, StreamingLLM, kept_indices, select_kept
 
 from .helpers import heads
 
@@ -41,6 +41,6 @@ def test_tova_uses_the_last_query_softmax_over_all_keys_averaged_over_the_group(
     # Head 0 (q = ln 2): exp(logits) = (1, 2, 4, 1, 1), sum 9: candidates (1/9, 2/9, 4/9).
     # Head 1 (q = -ln 2): (1, 1/2, 1/4, 1, 1), sum 15/4: candidates (4/15, 2/15, 1/15).
     # Mean: (17/90, 16/90, 23/90). (The max of the logits, as SnapKV, would prefer slot 1 over slot 0.)
-    score = TOVA().score(queries, keys, window=2)
+    score = TOVA().score(CacheView(queries, keys, 2))
     assert score[0, 0].tolist() == pytest.approx([17 / 90, 16 / 90, 23 / 90], abs=1e-6)
     assert kept_indices("tova", queries, keys, budget=4, window=2).tolist() == [[[0, 2, 3, 4]]]

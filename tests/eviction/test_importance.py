@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from kvrescue_eval.eviction import SnapKV, kept_indices
+from kvrescue_eval.eviction import CacheView, SnapKV, kept_indices
 
 from .helpers import heads
 
@@ -18,7 +18,7 @@ def test_softmax_over_candidates_only_then_mean_over_window_rows():
     queries = heads([[2, 0, 0, 0], [0, 2, 0, 0]])
     # Row 0 logits on the candidates (ln 4, 0): softmax (4/5, 1/5). Row 1 (0, ln 2): (1/3, 2/3).
     # The window keys (logit 10) must not enter the softmax. Mean of the rows: (17/30, 13/30).
-    score = SnapKV(pool_kernel=1).score(queries, keys, window=2)
+    score = SnapKV(pool_kernel=1).score(CacheView(queries, keys, 2))
     assert score[0, 0].tolist() == pytest.approx([17 / 30, 13 / 30], abs=1e-6)
     assert kept_indices("snapkv", queries, keys, budget=3, window=2, pool_kernel=1).tolist() == [[[0, 2, 3]]]
 
@@ -31,7 +31,7 @@ def test_gqa_takes_the_max_of_raw_logits_over_each_group_before_softmax():
     # KV head 0: logits (2, 3) and (2, -10): max (2, 3), softmax (1/(1+e), e/(1+e)): slot 1 wins.
     # (Averaging the two heads' softmaxes instead would give (0.634, 0.366) and pick slot 0.)
     # KV head 1: logits (5, 0) twice: slot 0 wins. Grouping heads as q % kv_heads would pick slot 0 twice.
-    score = SnapKV(pool_kernel=1).score(queries, keys, window=1)
+    score = SnapKV(pool_kernel=1).score(CacheView(queries, keys, 1))
     e = math.e
     assert score[0, 0].tolist() == pytest.approx([1 / (1 + e), e / (1 + e)], abs=1e-6)
     assert score[0, 1].tolist() == pytest.approx([e**5 / (e**5 + 1), 1 / (e**5 + 1)], abs=1e-6)
@@ -52,7 +52,7 @@ def test_max_pool_is_centred_and_shorter_at_the_edges(peak, kernel, covered):
     # softmax over 10 candidates: peak 11/20, the 9 others 1/20; the pooled window of slot i is
     # [i - kernel//2, i + kernel//2] cut to the candidates.
     expected = [11 / 20 if i in covered else 1 / 20 for i in range(10)]
-    assert SnapKV(pool_kernel=kernel).score(queries, keys, window=1)[0, 0].tolist() == pytest.approx(expected)
+    assert SnapKV(pool_kernel=kernel).score(CacheView(queries, keys, 1))[0, 0].tolist() == pytest.approx(expected)
 
 
 def test_pooling_ties_accept_any_choice_inside_the_tie():

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from kvrescue_eval.eviction import RKV, key_redundancy, kept_indices
+from kvrescue_eval.eviction import CacheView, RKV, key_redundancy, kept_indices
 
 from .helpers import heads
 
@@ -43,7 +43,7 @@ def test_the_last_similar_column_is_zeroed_even_a_later_or_window_slot():
     # R-KV keeps the first n = 3 values. With zero queries importance is uniform, so the least redundant
     # candidate (slot 1) is kept beside the window (slots 3, 4).
     queries = torch.zeros(1, 1, 2, 2)
-    score = RKV(mix_lambda=0.1).score(queries, keys, window=2)
+    score = RKV(mix_lambda=0.1).score(CacheView(queries, keys, 2))
     assert score[0, 0].tolist() == pytest.approx([0.1 / 3 - 0.9 * p for p in expected[:3]], abs=1e-6)
     assert kept_indices("rkv", queries, keys, budget=3, window=2).tolist() == [[[1, 3, 4]]]
 
@@ -59,7 +59,7 @@ def test_rkv_score_mixes_importance_and_redundancy(mix_lambda):
     # Column means: (2r, 2r, 2r, 0) / 4; softmax over 4, first 2 values.
     redundancy = softmax([R / 2, R / 2, R / 2, 0])[:2]
     expected = [mix_lambda * imp - (1 - mix_lambda) * red for imp, red in zip([17 / 30, 13 / 30], redundancy)]
-    score = RKV(pool_kernel=1, mix_lambda=mix_lambda).score(queries, keys, window=2)
+    score = RKV(pool_kernel=1, mix_lambda=mix_lambda).score(CacheView(queries, keys, 2))
     assert score[0, 0].tolist() == pytest.approx(expected, abs=1e-6)
     # Equal redundancy: importance decides, slot 0.
     kept = kept_indices("rkv", queries, keys, budget=3, window=2, pool_kernel=1, mix_lambda=mix_lambda)

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from kvrescue_eval.model_adapters.lm_eval_model import KVRescueLM
-from kvrescue_eval.model_adapters.vllm_policy import VLLMStepPolicy
+from kvrescue_eval.model_adapters.lm_eval.model import KVRescueLM
+from kvrescue_eval.model_adapters.vllm.step_policy import VLLMStepPolicy
 from kvrescue_eval.model_adapters.scorers.vllm_prm import VLLMQwenPRMScorer
 from kvrescue_eval.tasks.kv_recall.utils import conversation, read_split
 from conftest import ENGINE

@@ -7,12 +7,13 @@ from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.engine.policy import StepRequest
 from kvrescue_eval.engine.sampling import SamplingParams, stream_seed
 from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.model_adapters.evicting_cache import make_evicting_cache
-from kvrescue_eval.model_adapters.hf_loading import load_causal_lm
-from kvrescue_eval.model_adapters.hf_policy import HFPolicy, render_prompt
+from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+from kvrescue_eval.model_adapters.hf.loading import load_causal_lm
+from kvrescue_eval.model_adapters.hf.policy import HFPolicy
+from kvrescue_eval.model_adapters.prompts import render_prompt
 from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR
-from kvrescue_eval.model_adapters.vllm_loading import start_llm
-from kvrescue_eval.model_adapters.vllm_policy import VLLMStepPolicy
+from kvrescue_eval.model_adapters.vllm.engine import start_llm
+from kvrescue_eval.model_adapters.vllm.step_policy import VLLMStepPolicy
 from kvrescue_eval.tasks.kv_recall.utils import conversation, read_split
 from conftest import ENGINE, head_dim
 

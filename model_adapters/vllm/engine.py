@@ -58,10 +58,9 @@ def require_vllm() -> None:
         raise ImportError(INSTALL_HINT)
 
 
-def engine_kwargs(args, role: str) -> dict:
-    """vLLM `LLM(...)` settings of one role ("helper", "prm", "base") from model_args."""
-    from .hf_loading import torch_dtype
-
+def engine_kwargs(args, role: str, dtype: str) -> dict:
+    """vLLM `LLM(...)` settings of one role ("helper", "prm", "base") from model_args; `dtype` is the torch
+    dtype's name that model_arg dtype resolved to on this device ("float32", "bfloat16", "float16")."""
     kwargs = {engine: getattr(args, name) for name, engine in PASSTHROUGH.items() if getattr(args, name) is not None}
     on_cpu = str(args.device).startswith("cpu")
     if "gpu_memory_utilization" not in kwargs and "kv_cache_memory_bytes" not in kwargs:
@@ -71,7 +70,7 @@ def engine_kwargs(args, role: str) -> dict:
             kwargs["gpu_memory_utilization"] = DEFAULT_GPU_SHARE[role]
     if on_cpu:
         kwargs = {**CPU_DEFAULTS, **kwargs}
-    kwargs["dtype"] = str(torch_dtype(args.dtype, args.device)).removeprefix("torch.")
+    kwargs["dtype"] = dtype
     kwargs["seed"] = args.seed
     return kwargs
 

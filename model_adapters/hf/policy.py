@@ -1,7 +1,7 @@
 """The engine's policy interface on a transformers causal LM (base with eviction, or full-KV helper).
 
 State per problem: the committed state (a `Row` in a `RowBatch` of one: its cache and the logits of the
-next token). Candidate rows are owned by a `RowTable` (see `row_batch.py`): forked rows wait until their
+next token). Candidate rows are owned by a `RowTable` (see `rows.py`): forked rows wait until their
 first decode, then join the decoding batch; rows the engine stops asking for (finished) move out to wait
 for commit, abort or append. The decoding batch persists across tokens.
 
@@ -17,33 +17,16 @@ A decode step reads the device once (the sampled tokens' candidates and entropie
 tokens go back through a non-blocking copy.
 """
 
-import hashlib
 import itertools
-import json
 from typing import Callable, Hashable, Sequence
 
 import torch
 
 from kvrescue_eval.engine.sampling import SamplingParams, make_generator, sample
 
+from ..prompts import render_prompt, tokenizer_fingerprint
 from .kv_slots import device_index
-from .row_batch import Row, RowBatch, RowTable
-
-
-def tokenizer_fingerprint(tokenizer) -> str:
-    """Equal for tokenizers that map text to the same ids (vocabulary and special tokens)."""
-    payload = json.dumps([sorted(tokenizer.get_vocab().items()), type(tokenizer).__name__,
-                          tokenizer.all_special_tokens], ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def render_prompt(tokenizer, conversation) -> list[int]:
-    """The model's own chat template with a generation prompt; plain text when it has none."""
-    if getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template(list(conversation), add_generation_prompt=True, tokenize=False)
-    else:
-        text = "".join(f"{m['content']}\n\n" for m in conversation)
-    return tokenizer(text, add_special_tokens=False)["input_ids"]
+from .rows import Row, RowBatch, RowTable
 
 
 def eos_ids(model, tokenizer) -> frozenset:
@@ -57,7 +40,7 @@ def eos_ids(model, tokenizer) -> frozenset:
 
 class HFPolicy:
     """A transformers model as an engine policy. `new_cache()` returns an empty
-    `model_adapters.evicting_cache.EvictingCache` (budget=None for full KV); the policy uses its row
+    `model_adapters.hf.evicting_cache.EvictingCache` (budget=None for full KV); the policy uses its row
     operations `fork`, `select`, `concat` and `next_positions`."""
 
     def __init__(self, model, tokenizer, sampling: SamplingParams, new_cache: Callable[[], object],

@@ -28,8 +28,9 @@ from pathlib import Path
 from kvrescue_eval.fingerprint import folder_fingerprint
 from kvrescue_eval.journal import Journal
 
-from .model_args import ModelArgs
-from .model_files import model_folder, required_models
+from ..model_files.locate import model_folder
+from ..settings.model_args import ModelArgs
+from ..settings.required_models import required_models
 
 OFF = ("off", "none", "false", "0")
 NOT_IDENTITY = ("max_problems_in_flight", "journal")

@@ -1,61 +1,24 @@
-"""Loading models and building the engine's policies and scorer from `ModelArgs`: transformers for
-every role by default, vLLM for the roles whose `*_backend` is vllm (model_adapters/vllm_loading.py)."""
+"""Building the engine's policies and scorer from `ModelArgs`: transformers for every role by default
+(model_adapters/hf/), vLLM for the roles whose `*_backend` is vllm (model_adapters/vllm/)."""
 
-import logging
 from dataclasses import replace
 from functools import partial
 
 from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.engine.sampling import SamplingParams
 
-from .model_args import ModelArgs
-from .model_files import model_folder
-
-
-def resolve_device(device: str) -> str:
-    """lm-eval passes `--device`, cuda:0 unless told otherwise: without a GPU, that default means CPU."""
-    import torch
-
-    if str(device).startswith("cuda") and not torch.cuda.is_available():
-        logging.getLogger(__name__).warning("device %s requested but CUDA is not available: running on cpu", device)
-        return "cpu"
-    return device
-
-
-def torch_dtype(name: str, device: str):
-    import torch
-
-    if name == "auto":  # bfloat16 where it is fast, float32 on CPU
-        return torch.float32 if str(device).startswith("cpu") else torch.bfloat16
-    return getattr(torch, name)
-
-
-def load_causal_lm(name: str, dtype: str, device: str, device_map: str | None = None):
-    """(model, tokenizer); `name` is a hub id, a local folder, or "smollm2" / "testbed:NAME" (packaged models).
-    `device_map` ("auto", ...): the layers spread over all visible GPUs by accelerate (a model too large
-    for one); the evicting cache keeps each layer's slots on that layer's device."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    name = model_folder(name)
-    placement = {"device_map": device_map} if device_map is not None else {}
-    model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype(dtype, device), attn_implementation="sdpa",
-                                                 **placement)
-    return (model if device_map is not None else model.to(device)).eval(), AutoTokenizer.from_pretrained(name)
-
-
-def new_cache(model, eviction):
-    from .evicting_cache import EvictingCache
-
-    return EvictingCache(model.config.get_text_config(decoder=True).num_hidden_layers, eviction)
+from .hf.loading import load_causal_lm, new_cache, resolve_device, torch_dtype
+from .model_files.locate import model_folder
+from .settings.model_args import ModelArgs
 
 
 def build_components(args: ModelArgs):
     """(base policy or None, helper policy or None, scorer or None, EngineConfig), loading each model
     once (base, helper and a scorer that reads the helper share it when they are the same model). The evictor
     is the object model_args built; the scorer gets the resources its factory asks for (scorers.RESOURCES)."""
-    from .evicting_attention import use_evicting_attention
-    from .evicting_cache import EvictionPolicy
-    from .hf_policy import HFPolicy
+    from .hf.evicting_attention import use_evicting_attention
+    from .hf.evicting_cache import EvictionPolicy
+    from .hf.policy import HFPolicy
     from .scorers import VLLM_VARIANTS, build_scorer, scorer_resources
 
     args = replace(args, device=resolve_device(args.device))
@@ -69,16 +32,18 @@ def build_components(args: ModelArgs):
             use_evicting_attention(loaded[name][0])
         return loaded[name]
 
-    def vllm_settings(role):
-        from .vllm_loading import engine_kwargs
+    dtype_name = str(torch_dtype(args.dtype, args.device)).removeprefix("torch.")
 
-        return engine_kwargs(args, role)
+    def vllm_settings(role):
+        from .vllm.engine import engine_kwargs
+
+        return engine_kwargs(args, role, dtype_name)
 
     def vllm_policy(name, role):
-        from .vllm_loading import engine_kwargs, start_llm
-        from .vllm_policy import VLLMStepPolicy
+        from .vllm.engine import start_llm
+        from .vllm.step_policy import VLLMStepPolicy
 
-        return VLLMStepPolicy(start_llm(model_folder(name), **engine_kwargs(args, role)), sampling, name=role)
+        return VLLMStepPolicy(start_llm(model_folder(name), **vllm_settings(role)), sampling, name=role)
 
     backends = args.backends
     base = helper = scorer = None
@@ -101,7 +66,7 @@ def build_components(args: ModelArgs):
             "model": lambda: model(args.helper)[0],
             "tokenizer": lambda: model(args.helper)[1],
             "path": lambda: model_folder(args.prm),
-            "dtype": lambda: str(torch_dtype(args.dtype, args.device)).removeprefix("torch."),
+            "dtype": lambda: dtype_name,
             "device": lambda: args.device,
             "engine_kwargs": lambda: vllm_settings("prm"),
         }

@@ -8,8 +8,7 @@ model of the trained kv_recall testbed.
 Presets set no device: lm-eval always passes its `--device` (default cuda:0) to the model.
 """
 
-SMOLLM2 = "smollm2"  # resolved by model_files.model_folder()
-TESTBED = "testbed:"  # "testbed:base", "testbed:helper", "testbed:prm": the trained kv_recall testbed models
+from ..model_files.locate import SMOLLM2, TESTBED  # packaged models, resolved by model_files.locate.model_folder()
 
 PRESETS = {
     # The paper's main setting (Qwen2.5-Math family, Table 1): 7B base under R-KV, 1.5B helper, 7B PRM.

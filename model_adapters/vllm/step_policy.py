@@ -18,8 +18,8 @@ from kvrescue_eval.engine.config import STEP_SEPARATOR
 from kvrescue_eval.engine.policy import StepCandidate, StepRequest
 from kvrescue_eval.engine.sampling import SamplingParams
 
-from .hf_policy import render_prompt, tokenizer_fingerprint
-from .vllm_loading import VLLM_CALL
+from ..prompts import render_prompt, tokenizer_fingerprint
+from .engine import VLLM_CALL
 
 
 class VLLMStepPolicy:

@@ -19,19 +19,19 @@ from dataclasses import asdict, is_dataclass, replace
 from lm_eval.api.model import LM
 
 from kvrescue_eval.engine.retry import POLICY_METHODS, SCORER_METHODS, Faults, RetryingRun
-from kvrescue_eval.engine.scheduler import Engine, Problem
+from kvrescue_eval.engine.scheduler import Engine
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS, TextWithStats
 
-from .lm_eval_seed import effective_seed
+from .seed import effective_seed
 from .log_format import show_our_logs
-from .model_args import parse_model_args
-from .model_files import ModelsNotFound, check_models_present
+from ..settings.model_args import parse_model_args
+from ..settings.required_models import ModelsNotFound, check_models_present
 from .progress import Progress
-from .scorers import scorer_model_args
+from .requests import CONVERSATION_MARKER, data_parallel_padding, problems_of
+from ..scorers import scorer_model_args
 
 logger = logging.getLogger(__name__)
 show_our_logs()
-CONVERSATION_MARKER = "kvrescue-conversation"
 
 
 class KVRescueLM(LM):
@@ -44,8 +44,9 @@ class KVRescueLM(LM):
         except (ValueError, ModelsNotFound) as error:
             logger.error("%s", error)  # with its level, above lm-eval's long traceback
             raise
+        from ..backends import build_components
+        from ..hf.loading import resolve_device
         from .data_parallel import DataParallel
-        from .hf_loading import build_components, resolve_device
 
         # data parallel (torchrun / accelerate launch): this rank's own engine on its own device
         self.parallel = DataParallel.from_environment(resolve_device(self.args.device))
@@ -192,7 +193,7 @@ class KVRescueLM(LM):
                 "max_problems_in_flight": self.config.max_problems_in_flight, "grader_timeouts": SANDBOX.killed}
 
     def _vllm_statistics(self) -> dict:
-        """Per vLLM policy, its prefix-cache figures (model_adapters/vllm_policy.py)."""
+        """Per vLLM policy, its prefix-cache figures (model_adapters/vllm/step_policy.py)."""
         return {p.name: p.statistics() for p in (self.base, self.helper) if hasattr(p, "statistics")}
 
 
@@ -207,45 +208,7 @@ _GENERATES_ONLY = ("the kvrescue model generates only (generate_until): loglikel
                    "(multiple-choice and perplexity tasks) are not supported; use a generative task")
 
 
-def data_parallel_padding(requests) -> list[bool]:
-    """Which requests are lm-eval's data-parallel padding: under several ranks it re-appends the last
-    Instance `repeats` more times, so an Instance seen more often than its `repeats` is padding."""
-    seen = Counter()
-    out = []
-    for request in requests:
-        seen[id(request)] += 1
-        repeats = getattr(request, "repeats", None)
-        out.append(repeats is not None and seen[id(request)] > repeats)
-    return out
-
-
-def problems_of(requests) -> list[Problem]:
-    """One problem per request, keyed by (hash of its conversation, repeat index by counting)."""
-    seen = Counter()
-    problems = []
-    for request in requests:
-        conversation = conversation_of(request)
-        prompt_id = hashlib.sha256(json.dumps(conversation, sort_keys=True).encode("utf-8")).hexdigest()[:16]
-        problems.append(Problem((prompt_id, seen[prompt_id]), conversation))
-        seen[prompt_id] += 1
-    return problems
-
-
 def journal_entry(result) -> dict:
     """What the journal keeps of a finished problem: all a response and the run totals are made of."""
     return {"text": result.text, "stats": dict(result.stats), "finish_reason": result.finish_reason,
             "sources": list(result.sources)}
-
-
-def conversation_of(request) -> list[dict]:
-    context = request.args[0]
-    try:
-        handed = json.loads(context)
-        if isinstance(handed, dict) and CONVERSATION_MARKER in handed:
-            return handed[CONVERSATION_MARKER]
-    except (TypeError, ValueError):
-        pass
-    doc = getattr(request, "doc", None)
-    if isinstance(doc, dict) and doc.get("messages"):
-        return [dict(role=m["role"], content=m["content"]) for m in doc["messages"]]
-    return [{"role": "user", "content": context}]

@@ -15,7 +15,7 @@ grows by up to `buffer` slots, so memory is bounded by B + buffer (192 slots at 
 Detector: on by default in mode rescue only; the baselines (bon, full, helper) have no early exit,
 as in the paper. `detector=off` with mode rescue is the paper's Table 2 row "+ interleaving".
 
-Seed: `seed=S` here, else the seed of `lm_eval --seed` (its first value), see lm_eval_seed.py.
+Seed: `seed=S` here, else the seed of `lm_eval --seed` (its first value), see lm_eval/seed.py.
 """
 
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -24,7 +24,7 @@ from kvrescue_eval.detector import DetectorConfig
 from kvrescue_eval.engine.config import MODES
 
 from .presets import DEFAULT_PRESET, PRESETS
-from .scorers import VLLM_VARIANTS
+from ..scorers import VLLM_VARIANTS
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 OVERLAP = ("auto", "on", "off")
@@ -84,7 +84,7 @@ class ModelArgs:
     # problems share a scorer batch (and when the next step's rows join the base's batch) never depends
     # on thread timing. On, it can, through the float rounding of differently composed batches.
     overlap: str = "auto"
-    # vLLM engine settings (passed to every vLLM engine when set; model_adapters/vllm_loading.py)
+    # vLLM engine settings (passed to every vLLM engine when set; model_adapters/vllm/engine.py)
     vllm_gpu_memory_utilization: float | None = None  # share of GPU memory per engine (GPU default per role)
     vllm_kv_cache_memory_bytes: int | None = None     # KV cache size per engine (CPU default 1 GiB)
     vllm_tensor_parallel_size: int | None = None
@@ -196,7 +196,7 @@ def _plugin_options(evictor: str, scorer: str) -> tuple[dict, dict]:
     (validate() then names the valid ones)."""
     from kvrescue_eval.eviction import EVICTORS
 
-    from .scorers import SCORERS, scorer_options
+    from ..scorers import SCORERS, scorer_options
 
     evictor_defaults = ({f.name: f.default for f in fields(EVICTORS[evictor])} if evictor in EVICTORS else {})
     return evictor_defaults, (scorer_options(scorer) if scorer in SCORERS else {})
@@ -253,7 +253,7 @@ def _to_number(name: str, value, kind):
 def validate(args: ModelArgs) -> None:
     from kvrescue_eval.eviction import EVICTORS
 
-    from .scorers import SCORERS, scorer_model_args
+    from ..scorers import SCORERS, scorer_model_args
 
     def bad(name, valid):
         raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")
@@ -342,6 +342,6 @@ def validate_backends(args: ModelArgs) -> None:
         if getattr(args, name) is not None and getattr(args, name) < 1:
             bad(name, "an integer >= 1")
     if args.uses_vllm:
-        from .vllm_loading import require_vllm
+        from ..vllm.engine import require_vllm
 
         require_vllm()

@@ -1,4 +1,4 @@
-"""Our log lines in lm-eval's format, with their level: `2026-11-30:06:40:00 WARNING  [hf_loading:19] ...`.
+"""Our log lines in lm-eval's format, with their level: `2026-11-30:06:40:00 WARNING  [loading:13] ...`.
 
 lm-eval formats only its own `lm_eval` logger; without a handler, Python prints a bare message for ours.
 """
