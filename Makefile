@@ -1,4 +1,4 @@
-.PHONY: test gate lint bench bench-quick
+.PHONY: test gate lint bench bench-quick bench-main-job
 
 test:
 	python -m pytest -q --ignore=tests/vllm && python -m pytest -q tests/vllm
@@ -11,5 +11,9 @@ bench:
 
 bench-quick:
 	python benchmarks/run_all.py --quick
+
+# The README's main-job figures (first-start conversion, CPU time, peak memory): benchmarks/results/main_job.json
+bench-main-job:
+	python benchmarks/bench_main_job.py
 lint:
 	./.ci/lint-imports

@@ -124,6 +124,11 @@ def _styled(mode, colour, **extra):
 
 
 def figure5(analysis):
+    """Figure 5 as PNG and SVG bytes."""
+    return rendered(figure5_figure(analysis))
+
+
+def figure5_figure(analysis):
     """pass@1 vs budget per benchmark: rescue and bon as lines, full and helper alone as levels."""
     plt = _pyplot()
     benchmarks = sorted({c.rescue.benchmark for c in analysis.comparisons})
@@ -151,10 +156,15 @@ def figure5(analysis):
         ax.set_title(bench, fontsize=10)
     figure.suptitle(f"Accuracy against the KV budget ({analysis.metric}; the paper's Figure 5)", fontsize=11)
     _legend_beside(figure, axes)
-    return rendered(figure)
+    return figure
 
 
 def figure6(analysis):
+    """Figure 6 as PNG and SVG bytes."""
+    return rendered(figure6_figure(analysis))
+
+
+def figure6_figure(analysis):
     """Share of committed steps that came from the helper vs budget: a colour per model, a marker per benchmark."""
     plt = _pyplot()
     figure, ax = plt.subplots(figsize=(5.5, 3.8), layout="constrained")
@@ -170,7 +180,7 @@ def figure6(analysis):
                    {}, "helper share of committed steps (%)")
     ax.set_title("Steps taken from the helper (the paper's Figure 6)", fontsize=11)
     _legend_beside(figure, [ax])
-    return rendered(figure)
+    return figure
 
 
 def _width(n):
@@ -179,6 +189,11 @@ def _width(n):
 
 
 def leaderboard_plot(documents):
+    """The leaderboard plot as PNG and SVG bytes."""
+    return rendered(leaderboard_figure(documents))
+
+
+def leaderboard_figure(documents):
     """Average pass@1 vs budget, one line per (source, mode, base, N); full and helper alone as levels. A colour
     per model, a line style per mode, a line width per N, hollow markers for the paper's rows; identical levels
     drawn once."""
@@ -205,4 +220,4 @@ def leaderboard_plot(documents):
     plot_vs_budget(ax, lines, levels, "mean pass@1, boxed and correct (%)")
     ax.set_title("kvrescue-eval leaderboard: accuracy against the KV budget", fontsize=11)
     _legend_beside(figure, [ax])
-    return rendered(figure)
+    return figure
