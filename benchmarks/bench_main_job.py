@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "main_job.json"
 MAIN_JOB = ["--model", "kvrescue", "--tasks", "math500", "--limit", "3", "--device", "cpu", "--log_samples",
             "--output_path", "results"]
-CONVERT = "from kvrescue_eval.model_adapters.smollm2 import smollm2_path; print(smollm2_path())"
+CONVERT = "from kvrescue_eval.model_adapters.model_files.smollm2 import smollm2_path; print(smollm2_path())"
 
 
 def lm_eval_command():

@@ -101,7 +101,9 @@ def run(args):
         from kvrescue_eval.analysis.plots import figure5, figure6
         for name, rendered in (("figure5", figure5(analysis)), ("figure6", figure6(analysis))):
             files.update({out / f"{name}.{fmt}": data for fmt, data in rendered.items()})
-    write_files(files)
+    written = write_files(files)
     print(markdown)
-    print(f"written: {', '.join(sorted(str(p) for p in files))}", file=sys.stderr)
+    unchanged = len(files) - len(written)
+    print(f"written: {', '.join(sorted(str(p) for p in written)) or 'nothing'}"
+          + (f" ({unchanged} file(s) unchanged)" if unchanged else ""), file=sys.stderr)
     return 0

@@ -1,7 +1,7 @@
 """`kvrescue-eval sweep SPEC`: a grid of `lm_eval --model kvrescue` runs, then the report, the check, the submission.
 
 Exit 0: every arm complete and every step after them passed; 1: an arm failed, or the report, the check or the
-submission did not pass (the others still ran); 2: an unusable spec or option.
+submission did not pass (the others still ran); 2: an unusable spec or option; 130: interrupted (Ctrl-C).
 """
 
 HELP = ("Run a grid of kvrescue settings (a YAML spec, or --paper), resuming interrupted arms, then the report, "
@@ -56,8 +56,13 @@ def run(args):
     from kvrescue_eval.sweep.summary import steps, summary
 
     print(f"sweep {spec.name}: {len(arms)} arms into {spec.output}/ on {', '.join(s.label for s in chosen)}")
-    outcomes = runner.run(arms, chosen, spec.output, fresh_process=args.fresh_process,
-                          show_progress=not args.no_progress)
+    try:
+        outcomes = runner.run(arms, chosen, spec.output, fresh_process=args.fresh_process,
+                              show_progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print("sweep interrupted: rerun the same command to skip the complete arms and resume the others",
+              file=sys.stderr)
+        return 130
     done = steps(spec)
     if any(o.status != "failed" for o in outcomes):
         for step in done:

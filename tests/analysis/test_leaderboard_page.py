@@ -138,3 +138,13 @@ def test_a_rebuild_with_nothing_changed_rewrites_nothing(leaderboard, capsys):
     assert main(["leaderboard", "build", "--dir", str(leaderboard)]) == 0
     assert "nothing changed" in capsys.readouterr().err
     assert {name: ((leaderboard / name).read_bytes(), (leaderboard / name).stat().st_mtime_ns) for name in files} == before
+
+
+def test_the_committed_page_and_table_are_what_build_writes(tmp_path):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2] / "leaderboards"
+    shutil.copytree(repo / "submissions", tmp_path / "submissions")
+    assert main(["leaderboard", "build", "--dir", str(tmp_path), "--no-plots"]) == 0
+    for name in ("index.html", "LEADERBOARD.md"):
+        assert (tmp_path / name).read_text() == (repo / name).read_text(), f"rebuild {name}: make leaderboard"

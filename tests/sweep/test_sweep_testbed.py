@@ -6,7 +6,8 @@ Two modes x two budgets x two seeds (the sweep adds the full-KV arms that recove
   uninterrupted sweep (run on two processes at once) table for table and figure for figure;
 - the recovery table is complete (every rescue setting has its bon and full arms);
 - `--dry-run` prints one `lm_eval` line per arm; run as a plain command, a printed line gives the samples the
-  sweep's arm gave.
+  sweep's arm gave; run again after it finished (a second results file beside the first), the report of its
+  folder prints the tables, the older result superseded, no "duplicate run".
 Nothing here depends on the testbed's accuracy figures (issue 20 may replace the testbed).
 """
 
@@ -131,7 +132,10 @@ def test_a_complete_sweep_reruns_nothing(spec, uninterrupted):
     assert sorted(glob.glob(str(out / "arms" / "**" / "*.json"), recursive=True)) == before
 
 
-def test_dry_run_prints_the_lm_eval_lines_that_give_the_arms_results(spec, uninterrupted, tmp_path):
+@pytest.fixture(scope="module")
+def printed_command(spec, uninterrupted):
+    """The `lm_eval` line that `--dry-run` prints for the sweep's first full-KV arm, run as a plain command into
+    a folder of its own."""
     out, _ = uninterrupted
     dry = sweep(spec, out, "--dry-run")
     assert dry.returncode == 0, dry.stderr
@@ -139,14 +143,53 @@ def test_dry_run_prints_the_lm_eval_lines_that_give_the_arms_results(spec, unint
     assert len(commands) == ARMS
     full = next(c for c in commands if "mode=full" in c[c.index("--model_args") + 1])
     name = Path(full[full.index("--output_path") + 1]).stem
-    own = tmp_path / "own" / f"{name}.json"
+    own = spec.parent / "own" / f"{name}.json"
     full[full.index("--output_path") + 1] = str(own)
-    run = subprocess.run([sys.executable, "-m", "lm_eval", *full[1:]], capture_output=True, text=True, env=ENV,
-                         cwd=spec.parent, timeout=900)
+    run = lm_eval(full, spec.parent)
     assert run.returncode == 0, run.stderr[-4000:]
+    return full, own.parent, out / "arms" / name
 
-    def samples(folder):
-        (path,) = glob.glob(str(folder / "samples_kv_recall_*.jsonl"))
-        return [(s["doc_id"], s["resps"], s["pass_at_1"]) for s in map(json.loads, Path(path).read_text().splitlines())]
 
-    assert samples(own.parent) == samples(out / "arms" / name)
+def lm_eval(command, cwd):
+    return subprocess.run([sys.executable, "-m", "lm_eval", *command[1:]], capture_output=True, text=True, env=ENV,
+                          cwd=cwd, timeout=900)
+
+
+def samples(folder):
+    paths = sorted(glob.glob(str(folder / "samples_kv_recall_*.jsonl")))
+    return [(s["doc_id"], s["resps"], s["pass_at_1"]) for s in map(json.loads, Path(paths[-1]).read_text().splitlines())]
+
+
+def test_dry_run_prints_the_lm_eval_lines_that_give_the_arms_results(printed_command):
+    _, own, arm_folder = printed_command
+    assert samples(own) == samples(arm_folder)
+
+
+def test_rerunning_a_finished_command_then_reporting_its_folder_prints_the_tables(spec, printed_command):
+    command, own, _ = printed_command
+    rerun = lm_eval(command, spec.parent)                 # every problem comes from the journal
+    assert rerun.returncode == 0, rerun.stderr[-4000:]
+    assert len(glob.glob(str(own / "*_20*.json"))) == 2    # lm-eval wrote a second results file beside the first
+    report = subprocess.run([*kvrescue_eval(), "report", str(own), "--metric", "pass_at_1", "--no-plots"],
+                            capture_output=True, text=True, env=ENV, cwd=spec.parent, timeout=300)
+    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
+    first = report.stdout.splitlines()[0]                 # beside the runs, said first (relative to the cwd)
+    assert first.startswith(f"kvrescue-eval report: writing to {own.relative_to(spec.parent)}/kvrescue-report/")
+    assert "### " in report.stdout and "Superseded results" in report.stdout and "an identical rerun" in report.stdout
+    assert "duplicate" not in report.stdout + report.stderr
+
+
+def test_a_failed_arm_does_not_stop_the_others_and_the_exit_code_says_so(tmp_path):
+    spec = tmp_path / "failing.yaml"
+    # max_steps 0 is refused when the model starts (before any model loads): that arm fails, the other runs
+    spec.write_text("tasks: kv_recall\nlimit: 1\nlm_eval: {device: cpu}\n"
+                    "model_args: {preset: recall-cpu, mode: full}\ngrid: {max_steps: [0, 24]}\n"
+                    "report: {metric: pass_at_1}\n")
+    run = sweep(spec, tmp_path / "out")
+    assert run.returncode == 1, run.stdout[-4000:] + run.stderr[-4000:]
+    lines = {line.split()[0]: line for line in run.stdout.splitlines() if line.startswith("  ")}
+    assert "FAILED (exit 1" in lines["full_max_steps-0"] and "full_max_steps-0.log" in lines["full_max_steps-0"]
+    assert "ran in" in lines["full_max_steps-24"]
+    assert "sweep summary: 1 ran, 0 skipped (complete), 1 failed, of 2 arms" in run.stdout
+    assert "ok: kvrescue-eval report" in lines["report"]     # the report of what ran
+    assert "max_steps" in (tmp_path / "out" / "logs" / "full_max_steps-0.log").read_text()
