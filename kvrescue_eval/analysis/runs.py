@@ -220,9 +220,11 @@ def _read_task(data, task, metrics, metric, path):
 
 
 def config_sha256(task_config):
-    """Hash of a task's configuration, without lm-eval's run-dependent metadata."""
+    """Hash of a task's configuration, without lm-eval's run-dependent metadata and without the memory addresses
+    in the reprs lm-eval writes for functions (`<function target at 0x7f...>`: another process, another address)."""
     stable = {key: value for key, value in task_config.items() if key != "metadata"}
-    return hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()
+    text = json.dumps(stable, sort_keys=True, default=str)
+    return hashlib.sha256(re.sub(r" at 0x[0-9a-fA-F]+>", ">", text).encode()).hexdigest()
 
 
 def _effective_samples(data, task, path):

@@ -90,3 +90,13 @@ def test_the_report_goes_beside_the_runs_and_says_so_first(tmp_path, capsys, mon
     assert not (tmp_path / "kvrescue-report").exists()
     # a later report of the same folder does not read its own output as runs
     assert main(["report", "results", "--no-plots"]) == 0
+
+
+def test_a_task_config_hash_does_not_depend_on_where_a_process_put_a_function():
+    from kvrescue_eval.analysis.runs import config_sha256
+
+    # lm-eval writes a function of a task config as its repr, with the address of this process's object
+    one = {"task": "kv_recall", "doc_to_target": "<function target at 0x7fad3c1e2b60>", "metadata": {"n": 1}}
+    other = {"task": "kv_recall", "doc_to_target": "<function target at 0x7ff01a2c3d40>", "metadata": {"n": 2}}
+    assert config_sha256(one) == config_sha256(other)
+    assert config_sha256(one) != config_sha256({**one, "doc_to_target": "<function answer at 0x7fad3c1e2b60>"})
