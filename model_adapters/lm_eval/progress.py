@@ -28,13 +28,13 @@ class Progress:
         self.rank, self.world_size = rank, world_size
         self.ended_steps = resumed_steps  # committed steps of the problems that have ended
         self.label = "kvrescue" + (f" rank {rank}/{world_size}" if world_size > 1 else "")
-        self.bar = tqdm(total=None, initial=resumed_steps, unit="step", desc=self._desc(), disable=disable,
+        estimate = round(resumed_steps / resumed * total) if resumed else None  # drawn with it from the start
+        self.bar = tqdm(total=estimate, initial=resumed_steps, unit="step", desc=self._desc(), disable=disable,
                         mininterval=interval, file=file, position=rank if world_size > 1 else None)
         self.interval = interval
         self.steps = self.helper_steps = self.early_exits = self.tokens = 0
         self.started = self.shown = time.monotonic()
         self.record_path = os.environ.get(PROGRESS_VARIABLE)
-        self._estimate()
 
     def on_event(self, kind: str, **info) -> None:
         if kind == "decode":
