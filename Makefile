@@ -1,4 +1,4 @@
-.PHONY: test gate lint bench bench-quick
+.PHONY: test gate lint bench bench-quick bench-main-job leaderboard leaderboard-screenshot
 
 test:
 	python -m pytest -q --ignore=tests/vllm && python -m pytest -q tests/vllm
@@ -11,5 +11,19 @@ bench:
 
 bench-quick:
 	python benchmarks/run_all.py --quick
+
+# The README's main-job figures (first-start conversion, CPU time, peak memory): benchmarks/results/main_job.json
+bench-main-job:
+	python benchmarks/bench_main_job.py
 lint:
 	./.ci/lint-imports
+
+leaderboard:
+	kvrescue-eval leaderboard build
+
+# docs/leaderboard.png: the built page in Debian's headless Chromium (a fresh profile, nothing from the network)
+leaderboard-screenshot: leaderboard
+	profile=$$(mktemp -d) && chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+	    --disable-component-update --disable-sync --no-first-run --user-data-dir=$$profile --hide-scrollbars \
+	    --window-size=1300,1250 --screenshot=docs/leaderboard.png file://$$PWD/leaderboards/index.html; \
+	    status=$$?; rm -rf $$profile; exit $$status

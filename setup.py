@@ -77,7 +77,7 @@ setup(
     package_dir={name: folder for name, folder in ROOTS.items()},
     # Data folders below a package (benchmark sets, trained testbed weights, tokenizers) are not
     # packages themselves, hence the recursive patterns.
-    package_data={"": [f"**/*.{ext}" for ext in ("yaml", "jsonl", "json", "md", "txt", "safetensors", "csv", "svg", "png")]},
+    package_data={"": [f"**/*.{ext}" for ext in ("yaml", "jsonl", "json", "md", "txt", "safetensors", "csv", "svg", "png", "js", "css")]},
     include_package_data=True,
     cmdclass={"build_py": BuildPyWithPth, "editable_wheel": EditableWheelWithPth},
 )

@@ -132,13 +132,13 @@ def fill(layer, keys, values, positions, seen, queries):
     from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingLayer
     from kvrescue_eval.model_adapters.hf.kv_slots import SlotStore
 
-    bound = layer.policy.max_slots if layer.policy is not None else None
+    bound = layer.policy.slots(layer.layer, layer.num_layers) if layer.policy is not None else None
     store = SlotStore.empty(1, keys.shape[1], keys.shape[-1], values.shape[-1], keys.dtype, keys.device, bound,
                             keys.shape[2])
     store.append(keys, values)
     store.write_positions(positions[None])
     store.seen = [seen]
-    return EvictingLayer(layer.policy, store, queries)
+    return EvictingLayer(layer.policy, store, queries, layer.layer, layer.num_layers)
 
 
 def main():

@@ -16,13 +16,15 @@ COMMANDS = {
     "check": "kvrescue_eval.commands.check",
     "cost": "kvrescue_eval.commands.cost",
     "leaderboard": "kvrescue_eval.commands.leaderboard",
+    "evictors": "kvrescue_eval.commands.evictors",
+    "sweep": "kvrescue_eval.commands.sweep",
 }
 
 
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="kvrescue-eval",
-        description="KV-Rescue for the lm-evaluation-harness: analysis, CI gate, cost model, leaderboards.")
+        description="KV-Rescue for the lm-evaluation-harness: sweeps, analysis, CI gate, cost model, leaderboards.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)

@@ -34,15 +34,19 @@ class JournalError(RuntimeError):
     """A journal that cannot be used as it is (foreign settings, corruption, in use)."""
 
 
-def differences(recorded, current, prefix: str = "") -> list[str]:
-    """Dotted names of the fields that differ between two JSON-like values, with both values."""
+def differences(recorded, current, prefix: str = "", show=None) -> list[str]:
+    """Dotted names of the fields that differ between two JSON-like values, with both values
+    (`show(name, recorded, current)` words one difference; default: as a journal refusal says it)."""
     if isinstance(recorded, dict) and isinstance(current, dict):
         out = []
         for name in sorted(set(recorded) | set(current), key=str):
-            out += differences(recorded.get(name), current.get(name), f"{prefix}.{name}" if prefix else str(name))
+            out += differences(recorded.get(name), current.get(name), f"{prefix}.{name}" if prefix else str(name),
+                               show)
         return out
     if recorded == current:
         return []
+    if show is not None:
+        return [show(prefix or "identity", recorded, current)]
     return [f"{prefix or 'identity'}: journal has {recorded!r}, this run has {current!r}"]
 
 

@@ -16,8 +16,9 @@ def build_components(args: ModelArgs):
     """(base policy or None, helper policy or None, scorer or None, EngineConfig), loading each model
     once (base, helper and a scorer that reads the helper share it when they are the same model). The evictor
     is the object model_args built; the scorer gets the resources its factory asks for (scorers.RESOURCES)."""
+    from kvrescue_eval.eviction import EvictionSchedule
+
     from .hf.evicting_attention import use_evicting_attention
-    from .hf.evicting_cache import EvictionPolicy
     from .hf.policy import HFPolicy
     from .scorers import VLLM_VARIANTS, build_scorer, scorer_resources
 
@@ -50,7 +51,7 @@ def build_components(args: ModelArgs):
     if n_base and backends["base"] == "vllm":
         base = vllm_policy(args.base, "base")
     elif n_base:
-        eviction = EvictionPolicy(args.budget, args.eviction, args.buffer, args.window) if args.evicts else None
+        eviction = EvictionSchedule(args.eviction, args.budget, args.buffer, args.window) if args.evicts else None
         base_model, base_tokenizer = model(args.base)
         base = HFPolicy(base_model, base_tokenizer, sampling, partial(new_cache, base_model, eviction), name="base",
                         batch_problems=True)

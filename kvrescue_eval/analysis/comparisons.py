@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.missing_runs import arm_command
+from kvrescue_eval.analysis.reruns import newest
 from kvrescue_eval.analysis.seeds import pool
 
 LIMITS = ("max_steps", "max_step_tokens", "max_context")
@@ -78,15 +79,18 @@ class Analysis:
     comparisons: list
     unpaired: list  # (cell, reason) for cells that no complete comparison uses
     metric: str = "exact_match_boxed"
+    superseded: list = field(default_factory=list)  # reruns.Superseded: older results a newer one replaces
 
 
 def analyse(runs):
-    cells = build_cells(runs)
+    superseded = []
+    cells = build_cells(runs, superseded)
     comparisons = [compare(cell, cells) for cell in cells if cell.setting.mode == "rescue"]
     used = {id(c) for comp in comparisons if comp.complete for c in (comp.rescue, comp.bon, comp.full, comp.helper)}
     unpaired = [(cell, _unpaired_reason(cell, comparisons)) for cell in cells if id(cell) not in used]
     metrics = {run.metric for run in runs}
-    return Analysis(cells, comparisons, unpaired, metrics.pop() if len(metrics) == 1 else "exact_match_boxed")
+    return Analysis(cells, comparisons, unpaired, metrics.pop() if len(metrics) == 1 else "exact_match_boxed",
+                    superseded)
 
 
 def _unpaired_reason(cell, comparisons):
@@ -100,20 +104,20 @@ def _unpaired_reason(cell, comparisons):
     return "reference only: no complete rescue comparison uses it"
 
 
-def build_cells(runs):
-    _check_consistency(runs)
-    grouped = defaultdict(list)
-    seen = {}
+def build_cells(runs, superseded=None):
+    """Cells of the runs; of several results of one setting and seed on a benchmark the newest counts
+    (analysis/reruns.py), and the others are appended to `superseded` when a list is given."""
+    members = defaultdict(list)
     for run in runs:
         for task in run.tasks.values():
-            key = (run.setting, task.benchmark)
-            if run.seed is not None:
-                if (key, run.seed) in seen:
-                    raise AnalysisInputError(run.path, "config.kvrescue.seed",
-                                             f"duplicate run: {task.benchmark} with the same setting and seed "
-                                             f"{run.seed!r} as {seen[(key, run.seed)]}")
-                seen[(key, run.seed)] = run.path
-            grouped[key].append((run, task))
+            members[(run.setting, task.benchmark, run.seed)].append((run, task))
+    grouped = defaultdict(list)
+    for (setting, benchmark, _), results in members.items():
+        kept, older = newest(results)
+        grouped[(setting, benchmark)].append(kept)
+        if superseded is not None:
+            superseded += older
+    _check_consistency([member for kept in grouped.values() for member in kept])
     cells = []
     for (setting, benchmark), members in grouped.items():
         tasks = [task for _, task in members]
@@ -130,23 +134,27 @@ def build_cells(runs):
     return cells
 
 
-def _check_consistency(runs):
-    """Runs compared on one benchmark must use the same task version and the same documents."""
+def _check_consistency(members):
+    """Results compared on one benchmark must use the same task version and the same documents."""
     first = {}
-    for run in runs:
-        for task in run.tasks.values():
-            if task.benchmark not in first:
-                first[task.benchmark] = (run, task)
-                continue
-            other_run, other = first[task.benchmark]
-            if task.version != other.version:
-                raise AnalysisInputError(run.path, f"versions.{task.task}",
-                                         f"mixed task versions: {task.version!r} here, {other.version!r} in "
-                                         f"{other_run.path}")
-            if task.n_samples != other.n_samples:
-                raise AnalysisInputError(run.path, f"n-samples.{task.task}.effective",
-                                         f"{task.n_samples} documents here, {other.n_samples} in {other_run.path} "
-                                         "(a --limit run cannot be compared with a full one)")
+    for run, task in members:
+        if task.benchmark not in first:
+            first[task.benchmark] = (run, task)
+            continue
+        other_run, other = first[task.benchmark]
+        if task.version != other.version:
+            raise AnalysisInputError(run.path, f"versions.{task.task}",
+                                     f"mixed task versions: {task.version!r} here, {other.version!r} in "
+                                     f"{other_run.path}")
+        if task.n_samples != other.n_samples:
+            raise AnalysisInputError(run.path, f"n-samples.{task.task}.effective",
+                                     f"{task.benchmark}: {_documents(run, task)} here, {_documents(other_run, other)} "
+                                     f"in {other_run.path}; results compared on one benchmark must cover the same "
+                                     "documents: run both with the same --limit")
+
+
+def _documents(run, task):
+    return f"{task.n_samples} documents ({'--limit ' + str(run.limit) if run.limit is not None else 'no --limit'})"
 
 
 def _same_limits(arm, rescue):

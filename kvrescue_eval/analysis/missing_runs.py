@@ -7,8 +7,27 @@ for the baselines, as in the paper), written beside the rescue run so that the s
 
 import shlex
 
-EVICTION_ARGS = ("evictor", "budget", "buffer", "window", "mix_lambda")
+EVICTION_ARGS = ("evictor", "budget", "buffer", "window")
 NEVER_COPIED = ("mode", "detector", "n_base", "n_helper", "batch_size", "max_batch_size")
+
+
+def eviction_args():
+    """Model_args that only an evicting mode uses: the eviction's own and every option of every evictor."""
+    from dataclasses import fields
+
+    from kvrescue_eval.eviction.registry import EVICTORS
+
+    return set(EVICTION_ARGS) | {f.name for evictor in EVICTORS.values() for f in fields(evictor)}
+
+
+def baseline_args(model_args, arm):
+    """The model_args of the baseline `arm` ("bon", "full" or "helper") of a rescue run with these model_args:
+    the same models, N, limits and seed; the detector at the mode's default (off for the baselines, as in the
+    paper); eviction only for bon."""
+    evicting = eviction_args() if arm != "bon" else set()
+    args = {k: v for k, v in model_args.items()
+            if k not in NEVER_COPIED and not k.startswith("detector_") and k not in evicting}
+    return {**args, "mode": arm}
 
 
 def model_args_of(config):
@@ -25,10 +44,7 @@ def arm_command(rescue_cell, arm):
     """The command line (one string, shell-quoted) that runs `arm` ("bon", "full" or "helper") for this cell."""
     run = rescue_cell.runs[0]
     setting = rescue_cell.setting
-    args = {k: v for k, v in model_args_of(run.config).items()
-            if k not in NEVER_COPIED and not k.startswith("detector_")
-            and not (arm != "bon" and k in EVICTION_ARGS)}
-    args["mode"] = arm
+    args = baseline_args(model_args_of(run.config), arm)
     args["n"] = str(setting.n)
     if arm == "bon":  # the rescue's eviction, stated whatever the preset or defaults were
         args.update(evictor=setting.evictor, budget=str(setting.budget))

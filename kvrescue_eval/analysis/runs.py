@@ -86,11 +86,13 @@ class Run:
     model_info: dict = field(default_factory=dict)
     config: dict = field(default_factory=dict)  # results["config"] as lm-eval wrote it
     metric: str = DEFAULT_METRIC
+    date: float | None = None  # lm-eval's recorded start of the run (seconds since the epoch)
 
     @property
     def limit(self):
-        """lm-eval's --limit of the run (None: every document)."""
-        return self.config.get("limit")
+        """lm-eval's --limit of the run (None: every document); lm-eval records 3 as 3.0."""
+        limit = self.config.get("limit")
+        return int(limit) if isinstance(limit, float) and limit.is_integer() else limit
 
     @property
     def output_path(self):
@@ -128,7 +130,8 @@ def read_run(results_path, metric=DEFAULT_METRIC):
     config = _require(data, "config", dict, results_path)
     setting, seed = classify(config, results_path)
     run = Run(results_path, setting, seed, data.get("lm_eval_version"),
-              model_info=config.get("kvrescue") or {}, config=config, metric=metric)
+              model_info=config.get("kvrescue") or {}, config=config, metric=metric,
+              date=data["date"] if isinstance(data.get("date"), (int, float)) else None)
     groups = {name for name, children in (data.get("group_subtasks") or {}).items() if children}
     for task, metrics in results.items():
         if task in groups or not isinstance(metrics, dict):
@@ -176,14 +179,16 @@ def classify(config, path):
     return setting, info.get("seed")
 
 
+def model_args_pairs(args):
+    """lm-eval's recorded model_args (a dict, or the command line's "k=v,k=v") as a dict."""
+    if isinstance(args, str):
+        return dict(part.split("=", 1) for part in args.split(",") if "=" in part)
+    return dict(args) if isinstance(args, dict) else {}
+
+
 def _stock_model_name(config, path):
     args = config.get("model_args")
-    if isinstance(args, str):
-        pairs = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
-    elif isinstance(args, dict):
-        pairs = args
-    else:
-        pairs = {}
+    pairs = model_args_pairs(args)
     for key in _STOCK_MODEL_KEYS:
         if pairs.get(key):
             return str(pairs[key])
@@ -215,9 +220,11 @@ def _read_task(data, task, metrics, metric, path):
 
 
 def config_sha256(task_config):
-    """Hash of a task's configuration, without lm-eval's run-dependent metadata."""
+    """Hash of a task's configuration, without lm-eval's run-dependent metadata and without the memory addresses
+    in the reprs lm-eval writes for functions (`<function target at 0x7f...>`: another process, another address)."""
     stable = {key: value for key, value in task_config.items() if key != "metadata"}
-    return hashlib.sha256(json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()
+    text = json.dumps(stable, sort_keys=True, default=str)
+    return hashlib.sha256(re.sub(r" at 0x[0-9a-fA-F]+>", ">", text).encode()).hexdigest()
 
 
 def _effective_samples(data, task, path):

@@ -158,6 +158,26 @@ def recovery_average_table(comparisons):
                  columns, rows, {"mean_recovery": percent})
 
 
+def evictor_table(comparisons, metric):
+    """Recovery grouped by evictor: per evictor, budget and benchmark, the bon and rescue accuracies, the full
+    base's, recovery, and the base tokens per problem of both evicted arms."""
+    rows = []
+    for comp in sorted(comparisons, key=lambda c: (c.rescue.setting.evictor or "", c.rescue.setting.budget or 0,
+                                                   c.rescue.benchmark, c.rescue.setting.n)):
+        setting = comp.rescue.setting
+        rows.append(dict(evictor=setting.evictor, budget=setting.budget, benchmark=comp.rescue.benchmark, n=setting.n,
+                         bon=comp.bon.accuracy.mean if comp.bon else None, rescue=comp.rescue.accuracy.mean,
+                         full=comp.full.accuracy.mean if comp.full else None, recovery=comp.recovery,
+                         bon_base_tokens=comp.bon.stats.get("base_tokens") if comp.bon else None,
+                         rescue_base_tokens=comp.rescue.stats.get("base_tokens"), status=comp.status))
+    columns = ("evictor", "budget", "benchmark", "n", "bon", "rescue", "full", "recovery", "bon_base_tokens",
+               "rescue_base_tokens", "status")
+    formats = {**{col: percent for col in ("bon", "rescue", "full", "recovery")},
+               "bon_base_tokens": number, "rescue_base_tokens": number}
+    return Table("by_evictor", f"By evictor: {metric} (%) of evicted best-of-N and rescue, recovery, and base tokens "
+                 "per problem", columns, rows, formats)
+
+
 def decode_cost_table(cells):
     """Table 1 layout: mean per problem of steps, output length, base and helper tokens."""
     rows = []
@@ -264,5 +284,6 @@ def unpaired_table(unpaired):
 def all_tables(analysis):
     cells, metric = analysis.cells, analysis.metric
     return [accuracy_matrix(cells, metric), accuracy_table(cells, metric), recovery_table(analysis.comparisons, metric),
-            recovery_average_table(analysis.comparisons), decode_cost_table(cells), table2(cells, metric),
+            recovery_average_table(analysis.comparisons), evictor_table(analysis.comparisons, metric),
+            decode_cost_table(cells), table2(cells, metric),
             ablation_table(cells, metric), helper_share_table(cells), unpaired_table(analysis.unpaired)]

@@ -4,9 +4,10 @@ HELP = "KV memory, decode FLOPs, eviction crossover and helper fraction from mod
 
 
 def add_arguments(parser):
-    parser.add_argument("--base", required=True, metavar="CONFIG",
-                        help="config.json (file or folder), a bundled name (qwen2.5-math-1.5b, -7b, -72b) or its "
-                             "hub id (e.g. Qwen/Qwen2.5-Math-7B-Instruct, as in the presets)")
+    parser.add_argument("model", nargs="?", metavar="MODEL",
+                        help="the base model: config.json (file or folder), a bundled name (qwen2.5-math-1.5b, -7b, "
+                             "-72b) or its hub id (e.g. Qwen/Qwen2.5-Math-7B-Instruct, as in the presets); or --base")
+    parser.add_argument("--base", metavar="CONFIG", help="the base model, as MODEL (give one of them)")
     parser.add_argument("--helper", metavar="CONFIG", help="the helper's config, same forms as --base")
     parser.add_argument("--budget", type=int, required=True, metavar="B", help="eviction budget in slots")
     parser.add_argument("--buffer", type=int, default=128, help="slots allowed above B before compressing (%(default)s)")
@@ -24,6 +25,11 @@ def run(args):
     from kvrescue_eval.analysis.cost import CostReport, load_shape
     from kvrescue_eval.analysis.errors import AnalysisInputError
 
+    if (args.model is None) == (args.base is None):
+        print("error: name the base model once: as MODEL (kvrescue-eval cost Qwen/Qwen2.5-Math-7B-Instruct ...) "
+              "or as --base", file=sys.stderr)
+        return 2
+    args.base = args.base or args.model
     for name in ("budget", "n", "context"):
         if getattr(args, name) < 1:
             print(f"error: --{name} must be a positive integer, got {getattr(args, name)}", file=sys.stderr)

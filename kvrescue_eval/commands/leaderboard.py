@@ -1,4 +1,5 @@
-"""`kvrescue-eval leaderboard validate FILE...`, `kvrescue-eval leaderboard build` and
+"""`kvrescue-eval leaderboard validate FILE_OR_DIR...`, `kvrescue-eval leaderboard build` (the page index.html, the
+Markdown table and the plot) and
 `kvrescue-eval leaderboard paper` (writes the paper's Table 5 rows as reference submissions)."""
 
 HELP = "Validate leaderboard submissions against the schema, build the leaderboard, or write the paper's rows."
@@ -7,8 +8,10 @@ HELP = "Validate leaderboard submissions against the schema, build the leaderboa
 def add_arguments(parser):
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     validate = actions.add_parser("validate", help="check submission files against the schema (exit 1 if not)")
-    validate.add_argument("files", nargs="+", metavar="FILE")
-    build = actions.add_parser("build", help="write LEADERBOARD.md and leaderboard.png/.svg from the submissions")
+    validate.add_argument("files", nargs="+", metavar="FILE",
+                          help="submission files, or folders (every *.json in them and below, as `report` reads folders)")
+    build = actions.add_parser("build", help="write index.html (the page), LEADERBOARD.md and leaderboard.png/.svg "
+                                             "from the submissions")
     build.add_argument("--dir", default="leaderboards",
                        help="leaderboard folder holding submissions/ (default: %(default)s)")
     build.add_argument("--no-plots", action="store_true", help="skip the plot (no matplotlib needed)")
@@ -26,7 +29,14 @@ def run(args):
 
     if args.action == "validate":
         failures = 0
-        for path in args.files:
+        paths = []
+        for given in map(Path, args.files):
+            found = sorted(given.rglob("*.json")) if given.is_dir() else [given]
+            if given.is_dir() and not found:
+                failures += 1
+                print(f"invalid: {given}: no submission (*.json) in this folder or below it", file=sys.stderr)
+            paths += found
+        for path in paths:
             try:
                 document = load(path)
                 print(f"ok: {path} ({document['name']}, {document['source']['kind']})")
@@ -67,9 +77,13 @@ def run(args):
     if duplicates:
         print(f"error: duplicate submission names: {', '.join(duplicates)}", file=sys.stderr)
         return 2
-    files = {folder / "LEADERBOARD.md": leaderboard_markdown(documents)}
+    from kvrescue_eval.analysis.leaderboard_page import leaderboard_html
+
+    files = {folder / "LEADERBOARD.md": leaderboard_markdown(documents), folder / "index.html": leaderboard_html(documents)}
     if not args.no_plots:
         files.update({folder / f"leaderboard.{fmt}": data for fmt, data in leaderboard_plot(documents).items()})
-    write_files(files)
+    written = write_files(files)
     print(files[folder / "LEADERBOARD.md"])
+    print(f"{folder}: " + (f"wrote {', '.join(sorted(p.name for p in written))}" if written else "nothing changed"),
+          file=sys.stderr)
     return 0

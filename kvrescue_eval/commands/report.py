@@ -3,10 +3,33 @@
 HELP = "Tables (Table 5/1/2 layouts), recovery, Figures 5 and 6, and submissions from lm-eval output folders."
 
 
+DEFAULT_FOLDER = "kvrescue-report"
+
+
+def default_out(runs):
+    """kvrescue-report/ beside the runs: inside the one folder given, or in the deepest folder holding them all."""
+    import os
+    from pathlib import Path
+
+    folders = [Path(p) if Path(p).is_dir() else Path(p).parent for p in runs]
+    return Path(os.path.commonpath([str(f.resolve()) for f in folders])) / DEFAULT_FOLDER
+
+
+def _relative(path):
+    from pathlib import Path
+
+    try:
+        return Path(path).resolve().relative_to(Path.cwd())
+    except ValueError:
+        return Path(path)
+
+
 def add_arguments(parser):
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
                         help="lm-eval --output_path folders (searched recursively) or results_*.json files")
-    parser.add_argument("--out", default="kvrescue-report", help="output folder (default: %(default)s)")
+    parser.add_argument("--out", default=None,
+                        help=f"output folder (default: {DEFAULT_FOLDER}/ beside the runs: in RUN_DIR, or in the "
+                             "folder that holds all the RUN_DIRs)")
     parser.add_argument("--metric", default="exact_match_boxed",
                         help="accuracy metric of the tasks, used by recovery and the Table 5 layout (default: "
                              "%(default)s, the paper's 'boxed and correct'; the kv_recall testbed reports pass_at_1)")
@@ -17,6 +40,13 @@ def add_arguments(parser):
                         help="also write one leaderboard submission per setting (needs --log_samples output)")
     parser.add_argument("--submissions-dir", default=None,
                         help="where submissions go (default: OUT/submissions; e.g. leaderboards/submissions)")
+
+
+def _superseded_note(analysis):
+    if not analysis.superseded:
+        return []
+    return ["Superseded results (an older result of the same setting and seed; the newest counts): "
+            + "; ".join(item.describe() for item in analysis.superseded), ""]
 
 
 def _partial_runs_note(runs):
@@ -38,7 +68,8 @@ def run(args):
     from kvrescue_eval.analysis.runs import read_runs
     from kvrescue_eval.analysis.tables import all_tables
 
-    out = Path(args.out)
+    out = Path(args.out) if args.out else _relative(default_out(args.runs))
+    print(f"kvrescue-eval report: writing to {out}/" + ("" if args.out else " (beside the runs; --out DIR to change)"))
     try:
         runs = read_runs(args.runs, args.metric)
         analysis = analyse(runs)
@@ -59,7 +90,7 @@ def run(args):
     markdown = "\n".join(["# kvrescue-eval report", "",
                           f"{len(runs)} run(s): " + ", ".join(str(r.path) for r in runs), "",
                           f"Accuracy metric: {analysis.metric}. ± is the population std (ddof 0) over seeds.", ""]
-                         + _partial_runs_note(runs)
+                         + _partial_runs_note(runs) + _superseded_note(analysis)
                          + [table.to_markdown() for table in tables if table.rows])
     files[out / "report.md"] = markdown
     files[out / "report.json"] = json.dumps(
@@ -70,7 +101,9 @@ def run(args):
         from kvrescue_eval.analysis.plots import figure5, figure6
         for name, rendered in (("figure5", figure5(analysis)), ("figure6", figure6(analysis))):
             files.update({out / f"{name}.{fmt}": data for fmt, data in rendered.items()})
-    write_files(files)
+    written = write_files(files)
     print(markdown)
-    print(f"written: {', '.join(sorted(str(p) for p in files))}", file=sys.stderr)
+    unchanged = len(files) - len(written)
+    print(f"written: {', '.join(sorted(str(p) for p in written)) or 'nothing'}"
+          + (f" ({unchanged} file(s) unchanged)" if unchanged else ""), file=sys.stderr)
     return 0

@@ -1,4 +1,5 @@
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -21,6 +22,7 @@ class CriticalKV:
     press giving our kept sets then).
     """
 
+    NEEDS_VALUES: ClassVar[bool] = True   # the cache must hand it the cached values
     scores: str = "snapkv"
     epsilon: float = 1e-4
     first_stage_ratio: float = 0.5

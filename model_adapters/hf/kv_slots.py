@@ -1,13 +1,16 @@
 """Preallocated KV slots of one layer for a batch of rows, with the row algebra (`gather`: select and join).
 
 Tensors (device): keys/values (batch, kv_heads, capacity, dim), `positions` (batch, kv_heads,
-capacity) the token position each slot holds (-1: none), `valid` (batch, capacity). Columns
+capacity) the token position each slot holds (-1: none), `valid` (batch, kv_heads, capacity), and
+`state` (batch, kv_heads, capacity) float32 when the evictor keeps per-slot state (else None). Columns
 [0, width) are in use. Host integers the code already knows (never read back from the device):
 `width`, `counts[r]` (slots holding a token), `seen[r]` (tokens the row has seen). Columns from
 `width` on are marked valid ahead of use, so appending a chunk writes keys and values only.
 
 Layout invariant between forward passes: row r holds its tokens in the last `counts[r]` columns of
-[0, width), in ascending position order, and width = max(counts). So appending is a column slice
+[0, width), in ascending position order, and width = max(counts). Where head budgets vary
+(`head_holes`), a head may hold fewer tokens than counts[r]: its empty columns are the leading ones of
+those counts[r]. So appending is a column slice
 write, selecting rows trims leading columns by host arithmetic, and no validity is ever read back.
 Inside a forward pass a padded chunk (a 2-D attention_mask) may leave holes; `right_align` restores
 the invariant after attention (the only place that reads counts back: padded chunks are prompts,
@@ -36,19 +39,23 @@ def device_index(values, device) -> torch.Tensor:
 
 
 class SlotStore:
-    def __init__(self, keys, values, positions, valid, width: int, counts: list[int], seen: list[int],
-                 bound: int | None):
+    def __init__(self, keys, values, positions, valid, state, width: int, counts: list[int], seen: list[int],
+                 bound: int | None, head_holes: bool = False):
         self.key_slots, self.value_slots, self.position_slots, self.valid_slots = keys, values, positions, valid
-        self.width, self.counts, self.seen, self.bound = width, counts, seen, bound
+        self.state_slots = state
+        self.width, self.counts, self.seen, self.bound, self.head_holes = width, counts, seen, bound, head_holes
 
     @classmethod
-    def empty(cls, batch, kv_heads, key_dim, value_dim, dtype, device, bound: int | None, capacity: int = 0):
+    def empty(cls, batch, kv_heads, key_dim, value_dim, dtype, device, bound: int | None, capacity: int = 0,
+              stateful: bool = False, head_holes: bool = False):
+        """`stateful`: keep a float32 state per slot; `head_holes`: heads may hold different numbers of tokens."""
         capacity = cls._capacity_for(bound, capacity)
         return cls(torch.empty(batch, kv_heads, capacity, key_dim, dtype=dtype, device=device),
                    torch.empty(batch, kv_heads, capacity, value_dim, dtype=dtype, device=device),
                    torch.full((batch, kv_heads, capacity), -1, dtype=torch.long, device=device),
-                   torch.ones(batch, capacity, dtype=torch.bool, device=device),
-                   0, [0] * batch, [0] * batch, bound)
+                   torch.ones(batch, kv_heads, capacity, dtype=torch.bool, device=device),
+                   torch.zeros(batch, kv_heads, capacity, dtype=torch.float32, device=device) if stateful else None,
+                   0, [0] * batch, [0] * batch, bound, head_holes)
 
     @staticmethod
     def _capacity_for(bound: int | None, needed: int) -> int:
@@ -81,15 +88,20 @@ class SlotStore:
 
     @property
     def valid(self):
-        return self.valid_slots[:, :self.width]
+        return self.valid_slots[:, :, :self.width]
+
+    @property
+    def state(self):
+        return None if self.state_slots is None else self.state_slots[:, :, :self.width]
 
     def all_valid(self) -> bool:
-        return all(count == self.width for count in self.counts)
+        """Every slot in use holds a token, known from host ints (never where head budgets vary)."""
+        return not self.head_holes and all(count == self.width for count in self.counts)
 
     def nbytes(self) -> int:
-        """Bytes of the slot storage (keys, values, positions, validity) at its full capacity."""
-        return sum(t.numel() * t.element_size()
-                   for t in (self.key_slots, self.value_slots, self.position_slots, self.valid_slots))
+        """Bytes of the slot storage (keys, values, positions, validity, state) at its full capacity."""
+        tensors = (self.key_slots, self.value_slots, self.position_slots, self.valid_slots, self.state_slots)
+        return sum(t.numel() * t.element_size() for t in tensors if t is not None)
 
     # -- a forward pass --------------------------------------------------------------------------
     def append(self, keys: torch.Tensor, values: torch.Tensor) -> None:
@@ -99,6 +111,8 @@ class SlotStore:
         columns = slice(self.width, self.width + q_length)
         self.key_slots[:, :, columns] = keys
         self.value_slots[:, :, columns] = values
+        if self.state_slots is not None:
+            self.state_slots[:, :, columns] = 0.0
         self.width += q_length
         self.counts = [count + q_length for count in self.counts]
         self.seen = [seen + q_length for seen in self.seen]
@@ -107,7 +121,7 @@ class SlotStore:
         """The last chunk's token validity (batch, q): pad tokens hold no slot and are not seen. Reads the
         per-row counts back to the host (padded chunks are prompts, not the decode loop)."""
         q_length = chunk_valid.shape[1]
-        self.valid_slots[:, self.width - q_length:self.width] = chunk_valid
+        self.valid_slots[:, :, self.width - q_length:self.width] = chunk_valid[:, None, :]
         for row, pad in enumerate((~chunk_valid).sum(-1).tolist()):
             self.counts[row] -= pad
             self.seen[row] -= pad
@@ -118,22 +132,23 @@ class SlotStore:
         self.position_slots[:, :, self.width - q_length:self.width] = position_ids.expand(self.batch, q_length)[:, None]
 
     def mask(self, q_length: int) -> torch.Tensor | None:
-        """Boolean (batch, 1, q, width) attention mask of the last chunk's queries over the slots in use:
+        """Boolean (batch, kv_heads, q, width) attention mask of the last chunk's queries over the slots in use:
         valid slots, causal inside the chunk, and every query sees its own slot (pad queries, whose output
         is unused, never produce NaN). None when nothing needs masking (one query, every slot valid)."""
         width = self.width
         if q_length == 1:   # a decode step: its own slot is the newest, valid one
-            return None if self.all_valid() else self.valid[:, None, None, :]
+            return None if self.all_valid() else self.valid[:, :, None, :]
         slots = torch.arange(width, device=self.device)
         last = width - q_length + torch.arange(q_length, device=self.device)
         causal = slots[None, :] <= last[:, None]
         own = slots[None, :] == last[:, None]
-        return (causal[None] & self.valid[:, None, :] | own[None])[:, None]
+        return causal[None, None] & self.valid[:, :, None, :] | own[None, None]
 
     # -- rearranging slots -----------------------------------------------------------------------
-    def rearrange(self, index: torch.Tensor, counts: list[int]) -> None:
+    def rearrange(self, index: torch.Tensor, counts: list[int], keep: torch.Tensor | None = None) -> None:
         """Row r, KV head h keeps the slots index[r, h] (ascending; the last counts[r] are its tokens), moved
-        to columns [0, index.shape[-1])."""
+        to columns [0, index.shape[-1]). `keep` (batch, kv_heads, width) bool: entries to empty although
+        their slot holds a token (False), where head budgets vary."""
         width = index.shape[-1]
 
         def take(slots, dim):
@@ -141,15 +156,20 @@ class SlotStore:
 
         keys, values = take(self.key_slots, self.key_slots.shape[-1]), take(self.value_slots, self.value_slots.shape[-1])
         positions = self.position_slots[:, :, :self.width].gather(2, index)
-        valid = torch.arange(width, device=self.device)[None, :] >= (
-            width - device_index(counts, self.device))[:, None]
+        state = None if self.state_slots is None else self.state_slots[:, :, :self.width].gather(2, index)
+        valid = (torch.arange(width, device=self.device)[None, :] >= (
+            width - device_index(counts, self.device))[:, None])[:, None, :] & self.valid.gather(2, index)
+        if keep is not None:
+            valid &= keep
         if self.bound is not None and self.capacity > self.bound >= width:  # after a prompt longer than the bound
             self._reallocate(self.bound)
         self.key_slots[:, :, :width] = keys
         self.value_slots[:, :, :width] = values
-        self.position_slots[:, :, :width] = positions.masked_fill_(~valid[:, None, :], -1)
-        self.valid_slots[:, :width] = valid
-        self.valid_slots[:, width:] = True
+        self.position_slots[:, :, :width] = positions.masked_fill_(~valid, -1)
+        if state is not None:
+            self.state_slots[:, :, :width] = state.masked_fill_(~valid, 0.0)
+        self.valid_slots[:, :, :width] = valid
+        self.valid_slots[:, :, width:] = True
         self.width, self.counts = width, list(counts)
 
     def right_align(self) -> None:
@@ -157,7 +177,7 @@ class SlotStore:
         steps = torch.arange(self.width, device=self.device)
         order = torch.argsort(self.valid.long() * self.width + steps, dim=-1)   # holes first, then tokens
         width = max(self.counts, default=0)
-        self.rearrange(order[:, None, self.width - width:].expand(-1, self.key_slots.shape[1], -1), self.counts)
+        self.rearrange(order[:, :, self.width - width:], self.counts)
 
     def _reserve(self, needed: int) -> None:
         if needed > self.capacity:
@@ -173,8 +193,10 @@ class SlotStore:
 
         self.key_slots, self.value_slots, self.position_slots = (
             moved(self.key_slots), moved(self.value_slots), moved(self.position_slots))
-        valid = self.valid_slots.new_ones(self.batch, capacity)
-        valid[:, :keep] = self.valid_slots[:, :keep]
+        if self.state_slots is not None:
+            self.state_slots = moved(self.state_slots)
+        valid = self.valid_slots.new_ones(self.batch, self.valid_slots.shape[1], capacity)
+        valid[:, :, :keep] = self.valid_slots[:, :, :keep]
         self.valid_slots = valid
 
     # -- rows ------------------------------------------------------------------------------------
@@ -188,7 +210,8 @@ class SlotStore:
         width = max(counts, default=0)
         first = parts[0][0]
         out = SlotStore.empty(len(counts), first.key_slots.shape[1], first.key_slots.shape[-1],
-                              first.value_slots.shape[-1], first.key_slots.dtype, first.device, first.bound, width)
+                              first.value_slots.shape[-1], first.key_slots.dtype, first.device, first.bound, width,
+                              first.state_slots is not None, first.head_holes)
         start = 0
         for store, indices in parts:
             if not indices:
@@ -201,11 +224,13 @@ class SlotStore:
                 out.key_slots[rows, :, columns] = store.key_slots[source, :, source_columns]
                 out.value_slots[rows, :, columns] = store.value_slots[source, :, source_columns]
                 out.position_slots[rows, :, columns] = store.position_slots[source, :, source_columns]
-                out.valid_slots[rows, columns] = store.valid_slots[source, source_columns]
+                out.valid_slots[rows, :, columns] = store.valid_slots[source, :, source_columns]
+                if out.state_slots is not None:
+                    out.state_slots[rows, :, columns] = store.state_slots[source, :, source_columns]
             rows, empty = slice(start, start + len(indices)), slice(0, width - part)
             out.key_slots[rows, :, empty] = 0
             out.value_slots[rows, :, empty] = 0
-            out.valid_slots[rows, empty] = False
+            out.valid_slots[rows, :, empty] = False
             start += len(indices)
         out.width, out.counts = width, counts
         out.seen = [store.seen[i] for store, indices in parts for i in indices]

@@ -97,7 +97,9 @@ class KVRescueLM(LM):
             if resumed:
                 logger.warning("journal %s: %d of %d problems already finished, generating the other %d",
                                journal.path, len(resumed), len(problems), len(todo))
-            progress = Progress(len(problems), len(resumed), disable=disable_tqdm)
+            progress = Progress(len(problems), len(resumed), disable=disable_tqdm, rank=self.rank,
+                                world_size=self.world_size,
+                                resumed_steps=sum(int(entry["stats"].get("steps", 0)) for entry in resumed.values()))
 
             def on_event(kind, **info):
                 if kind == "finish" and journal is not None:

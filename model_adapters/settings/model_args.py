@@ -188,18 +188,34 @@ def parse_model_args(raw: dict) -> ModelArgs:
                      scorer_options={k: _convert_option(k, v, scorer_defaults[k]) for k, v in values.items()
                                      if k in scorer_defaults and k not in NAMES and k not in evictor_defaults})
     validate(args)
-    return replace(args, eviction=_build_evictor(args) if args.evicts else None)
+    return replace(args, eviction=_checked_schedule(args).evictor if args.evicts else None)
 
 
 def _plugin_options(evictor: str, scorer: str) -> tuple[dict, dict]:
     """(option -> default) of the evictor class and of the scorer factory; empty for unknown names
     (validate() then names the valid ones)."""
-    from kvrescue_eval.eviction import EVICTORS
+    from kvrescue_eval.eviction import EVICTORS, evictor_options
 
     from ..scorers import SCORERS, scorer_options
 
-    evictor_defaults = ({f.name: f.default for f in fields(EVICTORS[evictor])} if evictor in EVICTORS else {})
+    evictor_defaults = evictor_options(EVICTORS[evictor]) if evictor in EVICTORS else {}
     return evictor_defaults, (scorer_options(scorer) if scorer in SCORERS else {})
+
+
+def _checked_schedule(args: ModelArgs):
+    """The base's eviction schedule, which checks budget, buffer and window (the one place they are checked)."""
+    from kvrescue_eval.eviction import EvictionSchedule
+
+    try:
+        return EvictionSchedule(_build_evictor(args), args.budget, args.buffer, args.window)
+    except TypeError as error:
+        raise ValueError(f"model_args budget={args.budget!r}, buffer={args.buffer!r}, window={args.window!r}: "
+                         f"{error}") from None
+    except ValueError as error:
+        if str(error).startswith("model_args of evictor="):
+            raise
+        raise ValueError(f"model_args budget={args.budget!r}, buffer={args.buffer!r}, window={args.window!r}: "
+                         f"{error}") from None
 
 
 def _build_evictor(args: ModelArgs):
@@ -260,7 +276,7 @@ def validate(args: ModelArgs) -> None:
 
     if args.mode not in MODES:
         bad("mode", ", ".join(MODES))
-    for name in ("n", "max_steps", "max_step_tokens", "max_context", "max_problems_in_flight", "buffer", "window"):
+    for name in ("n", "max_steps", "max_step_tokens", "max_context", "max_problems_in_flight"):
         if getattr(args, name) < 1:
             bad(name, "an integer >= 1")
     for name in ("n_base", "n_helper"):
@@ -279,9 +295,6 @@ def validate(args: ModelArgs) -> None:
     if args.evicts:
         if args.evictor not in EVICTORS:
             bad("evictor", ", ".join(sorted(EVICTORS)))
-        if args.budget <= args.window:
-            raise ValueError(f"model_arg budget={args.budget} must be larger than window={args.window} "
-                             f"(valid: budget > window)")
     if args.scored:
         if args.scorer not in SCORERS:
             bad("scorer", ", ".join(sorted(SCORERS)))

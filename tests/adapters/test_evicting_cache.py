@@ -12,7 +12,8 @@ from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Confi
 from transformers.modeling_utils import AttentionInterface
 
 from kvrescue_eval.eviction import kept_indices
-from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingCache, EvictionPolicy, make_evicting_cache
+from kvrescue_eval.eviction import EvictionSchedule
+from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingCache, make_evicting_cache
 
 VOCAB = 64
 TOL = 1e-4
@@ -119,7 +120,7 @@ def test_physical_size_and_bytes_stay_bounded_over_2000_tokens():
     model = tiny_model("qwen2")
     cache = make_evicting_cache(model, budget=budget, buffer=buffer, method="snapkv")
     heads, dim = model.config.num_key_value_heads, model.config.hidden_size // model.config.num_attention_heads
-    slot_bytes = heads * dim * 4 * 2 + heads * 8 + 1        # keys + values (float32), position, validity
+    slot_bytes = heads * dim * 4 * 2 + heads * 8 + heads    # keys + values (float32), position, validity per KV head
     tokens = torch.randint(0, VOCAB, (1, 2000 + 40), generator=torch.Generator().manual_seed(2))
     sizes = []
     with torch.no_grad():
@@ -312,8 +313,9 @@ def test_budget_none_equals_dynamic_cache(attention):
     (dict(budget=64, method="lru"), r"unknown eviction method 'lru'; valid methods: .*rkv.*snapkv"),
 ])
 def test_bad_policy_is_rejected(kwargs, message):
+    schedule = {("evictor" if name == "method" else name): value for name, value in kwargs.items()}
     with pytest.raises(ValueError, match=message):
-        EvictionPolicy(**kwargs)
+        EvictionSchedule(**({"evictor": "rkv"} | schedule))
     with pytest.raises(ValueError, match=message):
         make_evicting_cache(tiny_model("qwen2"), **kwargs)
 

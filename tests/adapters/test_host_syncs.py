@@ -25,23 +25,28 @@ from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache  
 from kvrescue_eval.model_adapters.hf.policy import HFPolicy  # noqa: E402
 
 STEPS, BUDGET, BUFFER = 300, 24, 64
-CACHE_FILES = ("evicting_cache.py", "evicting_attention.py", "kv_slots.py", "kvrescue_eval/eviction/")
+CACHE_FILES = ("evicting_cache.py", "evicting_layer.py", "evicting_attention.py", "kv_slots.py",
+               "kvrescue_eval/eviction/")
 
 
-@pytest.mark.parametrize("arch, attention", [("qwen2", "sdpa"), ("llama", "eager")])
-def test_decode_and_compression_read_nothing_back_but_the_sampled_tokens(monkeypatch, arch, attention):
+# R-KV on both architectures; and the protocol's other cache paths: per-slot state updated every step (h2o),
+# per-head validity (adakv), values handed over (criticalkv).
+@pytest.mark.parametrize("arch, attention, evictor", [("qwen2", "sdpa", "rkv"), ("llama", "eager", "rkv"),
+                                                      ("qwen2", "sdpa", "h2o"), ("qwen2", "sdpa", "adakv"),
+                                                      ("qwen2", "sdpa", "criticalkv")])
+def test_decode_and_compression_read_nothing_back_but_the_sampled_tokens(monkeypatch, arch, attention, evictor):
     tokenizer = tiny_tokenizer()
     model = tiny_model(tokenizer, arch=arch, seed=3)
     compressed_rows = []
-    select_kept = eviction.select_kept
+    select = eviction.EvictionSchedule.select
 
-    def counting(evictor, queries, keys, **kwargs):
-        compressed_rows.append(queries.shape[0])
-        return select_kept(evictor, queries, keys, **kwargs)
+    def counting(schedule, view):
+        compressed_rows.append(view.keys.shape[0])
+        return select(schedule, view)
 
-    monkeypatch.setattr(eviction, "select_kept", counting)
+    monkeypatch.setattr(eviction.EvictionSchedule, "select", counting)
     policy = HFPolicy(model, tokenizer, SamplingParams(), batch_problems=True, new_cache=lambda: make_evicting_cache(
-        model, budget=BUDGET, buffer=BUFFER, method="rkv", attention=attention))
+        model, budget=BUDGET, buffer=BUFFER, method=evictor, attention=attention))
     with HostReads(model) as reads:
         policy.start("a", [{"role": "user", "content": "Compute step by step. " * 6}])
         policy.start("b", [{"role": "user", "content": "Then 2x + 3 = 7."}])

@@ -105,10 +105,12 @@ def test_samples_from_another_run(tmp_path):
     assert_report_fails(tmp_path, str(samples), "different runs")
 
 
-def test_duplicate_runs_of_one_seed(tmp_path):
+def test_two_runs_of_one_seed_that_differ_in_a_recorded_setting(tmp_path):
+    other = kvrescue_info("bon", seed=3)
+    other["kvrescue"]["top_k"] = 50
     write_run(tmp_path / "runs" / "a", MATH, model_info=kvrescue_info("bon", seed=3))
-    write_run(tmp_path / "runs" / "b", MATH, model_info=kvrescue_info("bon", seed=3))
-    assert_report_fails(tmp_path, "'config.kvrescue.seed'", "duplicate run")
+    write_run(tmp_path / "runs" / "b", MATH, model_info=other)
+    assert_report_fails(tmp_path, "'config'", "kvrescue.top_k 20 → 50")
 
 
 def test_failed_report_leaves_earlier_output_untouched(tmp_path):

@@ -98,3 +98,13 @@ def test_cost_takes_the_presets_hub_ids_and_the_papers_alpha(capsys):
     assert "alpha = 0.5: given by --alpha" in out and "288" in out
     assert main(["cost", "--base", "Qwen/Qwen2.5-Math-8B", "--budget", "64"]) == 2
     assert "qwen/qwen2.5-math-7b-instruct" in capsys.readouterr().err
+
+
+def test_the_model_is_a_positional_argument_too(capsys):
+    assert main(["cost", "Qwen/Qwen2.5-Math-7B-Instruct", "--budget", "64", "--json"]) == 0
+    positional = capsys.readouterr().out
+    assert main(["cost", "--base", "Qwen/Qwen2.5-Math-7B-Instruct", "--budget", "64", "--json"]) == 0
+    assert positional == capsys.readouterr().out
+    assert main(["cost", "--budget", "64"]) == 2
+    assert "name the base model once" in capsys.readouterr().err
+    assert main(["cost", "qwen2.5-math-7b", "--base", "qwen2.5-math-72b", "--budget", "64"]) == 2

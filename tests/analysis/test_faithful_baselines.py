@@ -140,13 +140,13 @@ def test_outputs_have_normal_permissions_and_empty_tables_are_not_printed(tmp_pa
 def test_limit_runs_are_marked_in_the_report_and_not_ranked_on_the_leaderboard(tmp_path):
     write_run(tmp_path / "runs", {"math500": [[1], [0]]}, model_info=kvrescue_info("full"), limit=2.0)
     data, markdown = report(tmp_path, "--submission")
-    assert "Partial runs (lm_eval --limit" in markdown and "(--limit 2.0)" in markdown
-    assert rows(data, "accuracy")[0]["limit"] == "2.0"
+    assert "Partial runs (lm_eval --limit" in markdown and "(--limit 2)" in markdown   # as typed
+    assert rows(data, "accuracy")[0]["limit"] == "2"
     (path,) = (tmp_path / "out" / "submissions").glob("*.json")
     document = json.loads(path.read_text())
-    assert document["protocol"]["limit"] == 2.0
+    assert document["protocol"]["limit"] == 2
     from kvrescue_eval.analysis.submission import not_ranked_reason
-    assert not_ranked_reason(document) == "--limit 2.0; math500: 2 of 500 problems"
+    assert not_ranked_reason(document) == "--limit 2; math500: 2 of 500 problems"
 
 
 def paper_grid(runs, stats=None):

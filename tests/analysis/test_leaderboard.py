@@ -196,3 +196,18 @@ def test_shipped_paper_rows_are_what_the_generator_writes():
     assert shipped == generated and len(shipped) == 40
     for doc in shipped.values():
         assert doc["source"]["note"] == "reported by the paper, not reproduced here"
+
+
+def test_validate_accepts_a_folder_as_report_does(tmp_path, capsys):
+    assert main(["leaderboard", "paper", "--dir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["leaderboard", "validate", str(tmp_path / "submissions")]) == 0
+    assert capsys.readouterr().out.count("ok: ") == 40
+    bad = tmp_path / "submissions" / "mine" / "broken.json"
+    bad.parent.mkdir()
+    bad.write_text(json.dumps({"schema_version": 2, "name": "broken"}))
+    assert main(["leaderboard", "validate", str(tmp_path / "submissions")]) == 1    # found below the folder
+    assert str(bad) in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["leaderboard", "validate", str(tmp_path / "empty")]) == 1
+    assert "no submission" in capsys.readouterr().err

@@ -1,0 +1,50 @@
+"""What a sweep did: the steps after the arms (report, check, submission) as kvrescue-eval commands, and the
+summary with the sweep's exit code (0: all complete and passed; 1: something failed, the rest still ran)."""
+
+import shlex
+from dataclasses import dataclass
+
+
+@dataclass
+class Step:
+    name: str
+    argv: list      # kvrescue-eval's arguments
+    code: int | None = None  # None: not run
+
+    def command(self):
+        return "kvrescue-eval " + shlex.join(self.argv)
+
+
+def steps(spec):
+    """The kvrescue-eval commands after the arms, as the spec asks for them."""
+    arms, report = str(spec.output / "arms"), str(spec.output / "report")
+    metric = spec.report.get("metric", "exact_match_boxed")
+    common = [arms, "--out", report, "--metric", metric]
+    found = [Step("report", ["report", *common] + (["--reference", "paper"] if spec.report.get("reference") else [])
+                  + ([] if spec.report.get("plots", True) else ["--no-plots"]))]
+    if spec.check:
+        found.append(Step("check", ["check", arms, "--metric", metric,
+                                    "--min-recovery", str(spec.check["min_recovery"])]))
+    if spec.submission:
+        found.append(Step("submission", ["report", *common, "--no-plots", "--submission",
+                                         "--submissions-dir", str(spec.submission["dir"])]))
+    return found
+
+
+def step_commands(spec):
+    return [step.command() for step in steps(spec)]
+
+
+def summary(outcomes, done_steps):
+    """(text, exit code)."""
+    width = max((len(o.arm.name) for o in outcomes), default=4)
+    counts = {kind: sum(o.status == kind for o in outcomes) for kind in ("ran", "skipped", "failed")}
+    lines = ["", f"sweep summary: {counts['ran']} ran, {counts['skipped']} skipped (complete), "
+                 f"{counts['failed']} failed, of {len(outcomes)} arms"]
+    lines += [f"  {o.arm.name:<{width}}  {o.describe()}" for o in outcomes]
+    for step in done_steps:
+        verdict = "not run: no arm has results" if step.code is None else ("ok" if step.code == 0 else
+                                                                             f"FAILED (exit {step.code})")
+        lines.append(f"  {step.name:<{width}}  {verdict}: {step.command()}")
+    failed = counts["failed"] or any(step.code not in (0, None) for step in done_steps)
+    return "\n".join(lines), 1 if failed or any(step.code is None for step in done_steps) else 0
