@@ -26,11 +26,11 @@ BUDGET = 64
 
 def bytes_per_slot(model) -> int:
     """Bytes one slot costs in one layer: keys and values (kv_heads x head_dim each), a position per
-    KV head (int64) and a validity flag (bool)."""
+    KV head (int64) and a validity flag per KV head (bool)."""
     config = model.config
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     kv_heads = config.num_key_value_heads
-    return 2 * kv_heads * head_dim * model.dtype.itemsize + kv_heads * 8 + 1
+    return 2 * kv_heads * head_dim * model.dtype.itemsize + kv_heads * 8 + kv_heads
 
 
 @torch.inference_mode()

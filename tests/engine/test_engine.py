@@ -118,7 +118,7 @@ def cache_bytes_bound(model):
     """Keys and values of budget + buffer slots per layer and KV head, plus the per-slot bookkeeping."""
     cfg = model.config
     head_dim = cfg.hidden_size // cfg.num_attention_heads
-    per_slot = cfg.num_key_value_heads * (2 * head_dim * 4 + 8) + 1   # float32 K and V, int64 position, valid
+    per_slot = cfg.num_key_value_heads * (2 * head_dim * 4 + 8 + 1)   # per KV head: float32 K and V, int64 position, valid
     return cfg.num_hidden_layers * (BUDGET + BUFFER) * per_slot
 
 
