@@ -3,6 +3,12 @@
 lm-eval passes each response string through its filters; `take_first` and our own filters keep the
 object, so a `str` subclass can carry statistics into `process_results`, which reports them as
 per-sample metrics (they land in `--log_samples` output and, averaged, in the results table).
+
+The response must also work everywhere lm-eval 0.4.13 uses a plain string: a task without
+`process_results` casts its gold answer to the response's type (`type(result)(gold)`), filters that
+rewrite the text (regex, lowercase, ...) return plain strings, `--use_cache` pickles responses. So
+`TextWithStats(text)` alone is valid and carries no statistics (`stats is None`), and a filter that
+builds a new string simply drops them: statistics are reported where the engine's object arrives.
 """
 
 # Numeric statistics of one generated sample, in the order they are reported.
@@ -16,18 +22,26 @@ STAT_KEYS = (
     "early_exit_entropy",  # ... of which by the entropy rule
     "early_exit_gzip",     # ... of which by the gzip-ratio rule
 )
-FINISH_REASONS = ("eos", "max_steps", "context")
+# How a trajectory ended: EOS, the step cap, the context cap, the task's `max_gen_toks` (tokens of the
+# primary model), or one of the task's `until` strings (the text is cut before it, as lm-eval's models do).
+FINISH_REASONS = ("eos", "max_steps", "context", "max_tokens", "stop")
 DEGENERATION_MIN_STEPS = 256  # the paper's criterion: >= 256 committed steps and a wrong answer
 
 
 class TextWithStats(str):
-    """A completion that carries the engine's statistics for that sample."""
+    """A completion that carries the engine's statistics for that sample (`stats` None: a text without
+    them, e.g. a gold answer lm-eval cast to the response type)."""
 
-    def __new__(cls, text, stats, finish_reason):
+    def __new__(cls, text="", stats=None, finish_reason=None):
         obj = super().__new__(cls, text)
-        obj.stats = {key: stats.get(key, 0) for key in STAT_KEYS}
+        obj.stats = None if stats is None else {key: stats.get(key, 0) for key in STAT_KEYS}
         obj.finish_reason = finish_reason
         return obj
 
     def __reduce__(self):
         return (TextWithStats, (str(self), self.stats, self.finish_reason))
+
+
+def carries_statistics(response) -> bool:
+    """Whether a (filtered) response still carries the engine's statistics."""
+    return isinstance(response, TextWithStats) and response.stats is not None

@@ -13,14 +13,24 @@ Correctness metrics:
 - `exact_match_boxed`: right under mode qwen AND the answer was taken from a \\boxed{} (the paper's
   Table 5 metric, "boxed and correct").
 
-Engine statistics are reported only when every response is a `TextWithStats` (the `kvrescue`
-model): stock lm-eval models report the correctness metrics alone, and lm-eval then simply shows
-no row for the statistics.
+Engine statistics are reported only when every response carries them (a `TextWithStats` of the
+`kvrescue` model): stock lm-eval models report the correctness metrics alone, and lm-eval then simply
+shows no row for the statistics.
+
+Standard errors (the `_stderr` columns) are over problems, each problem's seeds kept together: a
+problem is one draw, its seeds are not independent ones. For the means (accuracies, statistics) that is
+lm-eval's own standard error of a mean (`mean_stderr`) taken over the per-problem means, the closed form
+of bootstrapping problems (with one seed, exactly what lm-eval reports for `aggregation: mean`); for a
+std over seeds, a bootstrap over problems (lm-eval's `--bootstrap_iters` draws, a fixed random seed).
+Each aggregation carries its own as its `stderr` attribute, which lm-eval reads through our import hook
+(model_adapters/lm_eval/harness_patches.py).
 """
 
 import statistics
 
-from kvrescue_eval.stats import DEGENERATION_MIN_STEPS, STAT_KEYS, TextWithStats
+import numpy
+
+from kvrescue_eval.stats import DEGENERATION_MIN_STEPS, STAT_KEYS, carries_statistics
 
 MODES = {"exact_match": "qwen", "exact_match_strict": "strict"}
 BOXED = "exact_match_boxed"
@@ -44,7 +54,7 @@ def score_responses(doc, results, *, benchmark):
     if len(responses) > 1:
         for metric in (*MODES, BOXED):
             metrics[metric + SEED_STD_SUFFIX] = metrics[metric]
-    if responses and all(isinstance(response, TextWithStats) for response in responses):
+    if responses and all(map(carries_statistics, responses)):
         metrics.update(engine_statistics(responses, metrics["exact_match"]))
     return metrics
 
@@ -78,3 +88,31 @@ def seed_std(items):
 def mean_over_samples(items):
     """Mean of a per-sample statistic over every sample of every doc."""
     return statistics.fmean(value for values in items for value in values)
+
+
+def problem_means_stderr(items, bootstrap_iters=None):
+    """Standard error over problems of a mean over seeds: lm-eval's `mean_stderr` of the per-problem means."""
+    from lm_eval.api.metrics import mean_stderr
+
+    return mean_stderr([statistics.fmean(values) for values in items])
+
+
+BOOTSTRAP_SEED = 1234
+BOOTSTRAP_CHUNK = 1000
+
+
+def seed_std_stderr(items, bootstrap_iters):
+    """Bootstrap standard error of `seed_std`: resample problems (with all their seeds), recompute the
+    population std over seeds of the per-seed accuracy, take the sample std of those."""
+    verdicts = numpy.asarray(items, dtype=float)  # (problems, seeds)
+    rng = numpy.random.default_rng(BOOTSTRAP_SEED)
+    draws = []
+    for start in range(0, bootstrap_iters, BOOTSTRAP_CHUNK):
+        picks = rng.integers(0, len(verdicts), size=(min(BOOTSTRAP_CHUNK, bootstrap_iters - start), len(verdicts)))
+        draws.append(verdicts[picks].mean(axis=1).std(axis=1))
+    return float(numpy.concatenate(draws).std(ddof=1))
+
+
+mean_over_seeds.stderr = problem_means_stderr
+mean_over_samples.stderr = problem_means_stderr
+seed_std.stderr = seed_std_stderr

@@ -238,20 +238,22 @@ def _summary(metrics, name, flt, repeats, task, path):
     mean = metrics[f"{name},{flt}"]
     if not isinstance(mean, (int, float)):
         raise AnalysisInputError(path, f"results.{task}.{name},{flt}", f"expected a number, got {mean!r}")
+    stderr = metrics.get(f"{name}_stderr,{flt}")  # "N/A" where lm-eval had none (a single document, old runs)
+    stderr = float(stderr) if isinstance(stderr, (int, float)) and not isinstance(stderr, bool) else None
     if repeats == 1:
-        return SeedSummary(1, float(mean), None)
+        return SeedSummary(1, float(mean), None, stderr=stderr)
     std_key = f"{name}_seed_std,{flt}"
     std = metrics.get(std_key)
     if not isinstance(std, (int, float)):
         raise AnalysisInputError(path, f"results.{task}.{std_key}",
                                  f"missing seeds: the task has repeats={repeats} but no per-seed std")
-    return SeedSummary(repeats, float(mean), float(std))
+    return SeedSummary(repeats, float(mean), float(std), stderr=stderr)
 
 
 def _checked(seeds, name, summary, samples_path):
     if name not in seeds:
         raise AnalysisInputError(samples_path, name, "no per-document verdicts for this metric")
-    from_samples = SeedSummary.of(seeds[name])
+    from_samples = SeedSummary.of(seeds[name], stderr=summary.stderr)
     if abs(from_samples.mean - summary.mean) > 1e-6:
         raise AnalysisInputError(samples_path, name,
                                  f"per-seed accuracies average {from_samples.mean:.6f} but the results file "

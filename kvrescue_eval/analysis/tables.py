@@ -90,17 +90,20 @@ def accuracy_table(cells, metric):
     for cell in cells:
         row = setting_fields(cell.setting)
         row.update(benchmark=cell.benchmark, problems=cell.n_samples, limit=_limit(cell), seeds=cell.accuracy.count,
-                   pass1_mean=cell.accuracy.mean, pass1_std=cell.accuracy.std)
+                   pass1_mean=cell.accuracy.mean, pass1_std=cell.accuracy.std, pass1_stderr=cell.accuracy.stderr)
         for name in others:
             summary = cell.metrics.get(name)
             row[f"{name}_mean"] = summary.mean if summary else None
             row[f"{name}_std"] = summary.std if summary else None
+            row[f"{name}_stderr"] = summary.stderr if summary else None
         rows.append(row)
-    columns = SETTING_COLUMNS + ("benchmark", "problems", "limit", "seeds", "pass1_mean", "pass1_std") + tuple(
-        f"{name}_{part}" for name in others for part in ("mean", "std"))
-    formats = {col: percent for col in columns if col.endswith(("_mean", "_std"))}
-    return Table("accuracy", f"pass@1 (%) per setting and benchmark: pass1 = {metric}, mean and "
-                 f"population std (ddof 0) over seeds; other accuracy metrics beside it", columns, rows, formats)
+    columns = SETTING_COLUMNS + ("benchmark", "problems", "limit", "seeds", "pass1_mean", "pass1_std",
+                                 "pass1_stderr") + tuple(f"{name}_{part}" for name in others
+                                                         for part in ("mean", "std", "stderr"))
+    formats = {col: percent for col in columns if col.endswith(("_mean", "_std", "_stderr"))}
+    return Table("accuracy", f"pass@1 (%) per setting and benchmark: pass1 = {metric}, mean, population std "
+                 f"(ddof 0) over seeds and standard error over problems (seeds of a problem together; — for "
+                 f"several runs pooled); other accuracy metrics beside it", columns, rows, formats)
 
 
 def _limit(cell):

@@ -1,6 +1,7 @@
-"""`kvrescue-eval info`: versions, where our tasks live, and whether lm-eval will find them."""
+"""`kvrescue-eval info`: versions (checked against the supported ranges), where our tasks live, and whether
+lm-eval will find them. Exit status 1 when something is wrong, with the reason and the fix."""
 
-HELP = "Show versions, the task folder and whether the plain lm_eval command finds kvrescue."
+HELP = "Show versions (checked against the supported ranges), the task folder and whether lm_eval finds kvrescue."
 
 
 # The core does not import the adapters (.importlinter): the hook is recognised by the module of the finder
@@ -23,12 +24,23 @@ def run(args):
     import sys
     from importlib.metadata import PackageNotFoundError, version
 
-    for package in ("kvrescue-eval", "lm_eval", "torch", "transformers", "sympy"):
+    from kvrescue_eval.environment import version_checks
+
+    for package in ("kvrescue-eval", "torch", "sympy"):
         try:
             print(f"{package:>14}: {version(package)}")
         except PackageNotFoundError:
             print(f"{package:>14}: not installed")
+    problems = []
+    for check in version_checks():
+        state = "ok" if check.ok else "NOT SUPPORTED"
+        installed = check.installed or "not installed"
+        print(f"{check.framework:>14}: {installed} (supported: {check.supported or 'unknown'}; {state})")
+        if not check.ok:
+            problems.append(check.problem())
     print(f"{'tasks folder':>14}: {tasks_folder()}")
     hooked = any(type(finder).__module__ == HOOK_MODULE for finder in sys.meta_path)
     print(f"{'lm_eval hook':>14}: {'installed' if hooked else 'NOT installed (reinstall the package)'}")
-    return 0 if hooked else 1
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 0 if hooked and not problems else 1

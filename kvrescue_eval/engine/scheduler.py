@@ -28,6 +28,12 @@ statistics are those of token-level decoding: a step-level helper gives the same
 token-level helper that draws the same tokens (`SteppedPolicy` is one). Step-level candidates are never
 screened (no per-token entropy). `overlap=False` makes those calls in series, on this thread.
 
+Per-problem limits (a task's `max_gen_toks` and `until` in lm-eval): `max_new_tokens` caps the
+trajectory's tokens of the primary policy (its candidates' cap is the room left; a step of the other
+model, retokenized, may end a few tokens beyond it); a candidate stops at a `stop` string (also one
+that spans the end of the committed text), and a problem whose trajectory contains one ends there,
+its text cut before the first occurrence of any of them.
+
 Determinism: the random stream of a row depends only on (seed, problem key, role, step, candidate
 index), never on what else is in flight, so a problem's trajectory does not depend on batching
 except through floating-point differences of batched forward passes (see the policy).
@@ -55,6 +61,8 @@ DEFAULT_SYSTEM = ScoreRequest.__dataclass_fields__["system"].default
 class Problem:
     key: Hashable                 # stable identity (e.g. prompt hash and repeat): seeds derive from it
     conversation: Conversation
+    max_new_tokens: int | None = None  # trajectory tokens of the primary policy (None: no cap of its own)
+    stop: tuple[str, ...] = ()         # the problem ends at the first of these in its trajectory
 
     @property
     def question(self) -> str:
@@ -67,14 +75,15 @@ class Problem:
 
 @dataclass
 class Result:
-    text: str                      # the committed trajectory: the concatenation of `steps`
+    text: str                      # the committed trajectory: the concatenation of `steps`, cut before
+                                   # the first of the problem's stop strings (finish_reason "stop")
     steps: list[str]               # committed steps, each with its separator
     sources: list[str]             # "base" or "helper" for every step
     step_ids: list[list[int]]      # every step in tokens of the primary policy (the final EOS excluded)
     stats: dict                    # every key of STAT_KEYS, plus "aborted_commits"
                                    # output_tokens: trajectory tokens of the primary policy (base, or
                                    # the helper in helper mode), the final EOS not counted
-    finish_reason: str             # "eos", "max_steps" or "context"
+    finish_reason: str             # "eos", "max_steps", "context", "max_tokens" or "stop"
 
 
 @dataclass
@@ -107,6 +116,7 @@ class ProblemState:
     scoring: tuple | None = None                    # (pool, Future of the scorer's scores for it)
     stats: dict = field(default_factory=lambda: dict.fromkeys(STAT_KEYS + ("aborted_commits",), 0))
     finish_reason: str | None = None
+    stop_at: int | None = None                      # where the first stop string begins in the text
 
     @property
     def key(self):
@@ -114,6 +124,30 @@ class ProblemState:
 
     def step_finished(self) -> bool:
         return not self.proposals and self.scoring is None and all(c.done for c in self.candidates)
+
+    def tokens_left(self) -> int | None:
+        """Room left under the problem's max_new_tokens (None: no such cap)."""
+        cap = self.problem.max_new_tokens
+        return None if cap is None else cap - self.stats["output_tokens"]
+
+    def step_cap(self, config: EngineConfig, length: int) -> int:
+        """Token budget of a candidate step of a policy whose committed state has `length` tokens."""
+        left = self.tokens_left()
+        cap = min(config.max_step_tokens, config.max_context - length)
+        return cap if left is None else min(cap, left)
+
+    def hits_stop(self, text: str) -> bool:
+        """Whether the committed trajectory followed by `text` contains one of the problem's stop strings."""
+        stops = [stop for stop in self.problem.stop if stop]
+        if not stops:
+            return False
+        tail, need = "", max(map(len, stops)) - 1  # a stop may begin in the committed text
+        for step in reversed(self.steps):
+            if len(tail) >= need:
+                break
+            tail = step + tail
+        window = (tail[len(tail) - need:] if need else "") + text
+        return any(stop in window for stop in stops)
 
 
 class Engine:
@@ -209,12 +243,16 @@ class Engine:
         if self.primary.length(state.key) >= config.max_context:
             state.finish_reason = "context"
             return
+        left = state.tokens_left()
+        if left is not None and left < 1:
+            state.finish_reason = "max_tokens"
+            return
         state.candidates = []
         for role, count in ((BASE, config.n_base), (HELPER, config.n_helper)):
             if count == 0:
                 continue
             policy = self.policies[role]
-            cap = min(config.max_step_tokens, config.max_context - policy.length(state.key))
+            cap = state.step_cap(config, policy.length(state.key))
             if cap < 1:
                 state.finish_reason = "context"
                 return
@@ -241,7 +279,7 @@ class Engine:
         return decoded
 
     def _add_proposal(self, state: ProblemState, role: str, proposal: list[StepCandidate]) -> None:
-        cap = min(self.config.max_step_tokens, self.config.max_context - self.policies[role].length(state.key))
+        cap = state.step_cap(self.config, self.policies[role].length(state.key))
         self.on_event("decode", role=role, tokens=sum(step.generated for step in proposal))
         for step in proposal:
             state.stats[f"{role}_tokens"] += step.generated
@@ -256,7 +294,7 @@ class Engine:
             return
         cand.tokens.append(token)
         cand.text = policy.decode_text(cand.tokens)
-        if STEP_SEPARATOR in cand.text or len(cand.tokens) >= cand.cap:
+        if STEP_SEPARATOR in cand.text or len(cand.tokens) >= cand.cap or state.hits_stop(cand.text):
             cand.done = True
         if cand.monitor is not None:
             reason = cand.monitor.update(entropy, cand.text)
@@ -296,7 +334,10 @@ class Engine:
         state.stats["helper_steps"] += winner.role == HELPER
         state.stats["aborted_commits"] += winner.aborted is not None
         state.candidates = []
-        if winner.eos:
+        state.stop_at = first_stop("".join(state.steps), state.problem.stop)
+        if state.stop_at is not None:
+            state.finish_reason = "stop"
+        elif winner.eos:
             state.finish_reason = "eos"
         elif len(state.steps) >= self.config.max_steps:
             state.finish_reason = "max_steps"
@@ -310,7 +351,13 @@ class Engine:
             policy.release(state.key)
         if self.scorer is not None:
             self.scorer.release(state.key)
-        result = Result("".join(state.steps), state.steps, state.sources, state.step_ids, state.stats,
+        result = Result("".join(state.steps)[:state.stop_at], state.steps, state.sources, state.step_ids, state.stats,
                         state.finish_reason)
         self.on_event("finish", key=state.key, reason=state.finish_reason, result=result)
         return result
+
+
+def first_stop(text: str, stops: Sequence[str]) -> int | None:
+    """Where the first occurrence of any stop string begins in `text` (None: none occurs)."""
+    found = [i for i in (text.find(stop) for stop in stops if stop) if i >= 0]
+    return min(found) if found else None

@@ -6,13 +6,30 @@ from ..model_files.locate import model_folder
 
 
 def resolve_device(device: str) -> str:
-    """lm-eval passes `--device`, cuda:0 unless told otherwise: without a GPU, that default means CPU."""
+    """The device to run on: `device` when this machine has it, else (as lm-eval's own `hf` model falls back)
+    cuda when a GPU is there and cpu otherwise, with one warning naming the device used. lm-eval passes its
+    `--device`, cuda:0 unless told otherwise."""
     import torch
 
-    if str(device).startswith("cuda") and not torch.cuda.is_available():
-        logging.getLogger(__name__).warning("device %s requested but CUDA is not available: running on cpu", device)
-        return "cpu"
-    return device
+    name = str(device)
+    try:
+        torch.device(name)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"device {name!r} is not a torch device (valid: e.g. cpu, cuda, cuda:0, mps)") from None
+    kind, _, index = name.partition(":")
+    if kind == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        absent = None if count and (not index or int(index) < count) else (
+            "CUDA is not available" if not count else f"this machine has {count} CUDA device(s)")
+    elif kind == "mps":
+        absent = None if torch.backends.mps.is_available() else "MPS is not available"
+    else:
+        absent = None
+    if absent is None:
+        return name
+    used = "cuda" if torch.cuda.is_available() else "cpu"
+    logging.getLogger(__name__).warning("device %s requested but %s: running on %s", name, absent, used)
+    return used
 
 
 def torch_dtype(name: str, device: str):

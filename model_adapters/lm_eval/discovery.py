@@ -10,7 +10,9 @@ When lm-eval's task manager module is executed, our task folder is appended to e
 `TaskManager`'s include path (built-in tasks are indexed first and keep their names). When
 `lm_eval.models` is executed (it registers the built-in models lazily), every entry point of
 group `lm_eval.models` is registered lazily too: the group newer lm-eval versions read, which is
-how `kvrescue` is declared in pyproject.toml and how any other package can add a model.
+how `kvrescue` is declared in pyproject.toml and how any other package can add a model. When
+`lm_eval.evaluator_utils` and `lm_eval.evaluator` are executed, harness_patches.py gives aggregations
+their own standard errors and lets a kvrescue run's `--write_out` and results config say what it did.
 
 The hook never raises into the importing program: a failure is logged and lm-eval runs as stock.
 """
@@ -18,7 +20,7 @@ The hook never raises into the importing program: a failure is logged and lm-eva
 import sys
 
 ENTRY_POINT_GROUP = "lm_eval.models"
-_PATCHED_MODULES = ("lm_eval.tasks.manager", "lm_eval.models")
+_PATCHED_MODULES = ("lm_eval.tasks.manager", "lm_eval.models", "lm_eval.evaluator_utils", "lm_eval.evaluator")
 
 
 def install():
@@ -69,8 +71,8 @@ class _PatchingLoader:
             import logging
 
             logging.getLogger(__name__).warning(
-                "kvrescue-eval could not register with lm-eval (%s: %s); use --include_path",
-                type(error).__name__, error)
+                "kvrescue-eval could not hook into lm-eval's %s (%s: %s); for our tasks use --include_path",
+                module.__name__, type(error).__name__, error)
 
 
 def _patch_task_manager(module):
@@ -101,7 +103,21 @@ def _register_entry_point_models(module):
             model_registry.register(entry_point.name, target=entry_point.value)
 
 
+def _patch_evaluator_utils(module):
+    from .harness_patches import patch_evaluator_utils
+
+    patch_evaluator_utils(module)
+
+
+def _patch_evaluator(module):
+    from .harness_patches import patch_evaluator
+
+    patch_evaluator(module)
+
+
 _PATCHES = {
     "lm_eval.tasks.manager": _patch_task_manager,
     "lm_eval.models": _register_entry_point_models,
+    "lm_eval.evaluator_utils": _patch_evaluator_utils,
+    "lm_eval.evaluator": _patch_evaluator,
 }

@@ -2,33 +2,43 @@
 
     lm_eval --model kvrescue --model_args preset=paper-7b --tasks math500
 
-The engine works on the conversation, never on a rendered string, so `--apply_chat_template` makes
-no difference: each model renders its own chat template. The conversation of a request is, in
-order: the messages our `apply_chat_template` handed lm-eval (with `--apply_chat_template`), the
-doc's `messages` field (our tasks carry it), else the context as one user turn. Generation settings
-come from model_args; a task's `generation_kwargs` are not used (steps end at "\n\n", a problem
-at EOS, `max_steps` or `max_context`).
+It behaves like lm-eval's own models where it can:
+- prompts: it receives what lm-eval says it sent, with or without `--apply_chat_template` (system
+  instruction, description, few-shot turns, a `gen_prefix` continuing the assistant turn); this
+  package's own tasks, without the flag, keep their conversation (lm_eval/requests.py);
+- generation kwargs: a task's `temperature`, `top_p`, `top_k`, `do_sample`, `max_gen_toks` and `until`
+  are honoured unless model_args set the sampling; others are named once per task and ignored
+  (lm_eval/generation.py); what each task used is in `config.kvrescue.generation`;
+- requests it cannot answer (loglikelihood, multiple choice, perplexity) are refused before any model
+  loads: models load at the first `generate_until` call (lm_eval/request_types.py);
+- the device it ran on, the dtype and each role's backend are in `config.kvrescue` (and lm-eval's
+  `config.device`); a requested device that is absent falls back, with one warning, as lm-eval's do.
+Steps end at "\\n\\n", a problem at EOS, `max_steps`, `max_context`, `max_gen_toks` or an `until` string.
 """
 
 import hashlib
 import json
 import logging
-from collections import Counter
-from dataclasses import asdict, is_dataclass, replace
+from collections import Counter, defaultdict
+from dataclasses import replace
 
 from lm_eval.api.model import LM
 
 from kvrescue_eval.engine.retry import POLICY_METHODS, SCORER_METHODS, Faults, RetryingRun
 from kvrescue_eval.engine.scheduler import Engine
-from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS, TextWithStats
+from kvrescue_eval.environment import UnsupportedEnvironment, require_supported_versions
+from kvrescue_eval.stats import STAT_KEYS, TextWithStats
 
-from .seed import effective_seed
-from .log_format import show_our_logs
 from ..settings.model_args import parse_model_args
+from ..settings.presets import PRESETS
 from ..settings.required_models import ModelsNotFound, check_models_present
+from .generation import SAMPLING, generation_of, warnings_of
+from .log_format import show_our_logs
 from .progress import Progress
-from .requests import CONVERSATION_MARKER, data_parallel_padding, problems_of
-from ..scorers import scorer_model_args
+from .request_types import pending_unsupported, refusal, tasks_of
+from .requests import CONVERSATION_MARKER, data_parallel_padding, handed_conversation, problems_of, show_model_input
+from .run_info import model_info
+from .seed import effective_seed
 
 logger = logging.getLogger(__name__)
 show_our_logs()
@@ -38,35 +48,52 @@ class KVRescueLM(LM):
     def __init__(self, **model_args):
         super().__init__()
         model_args, self.seed_source = effective_seed(model_args)
+        from ..hf.loading import resolve_device
+
         try:
             self.args = parse_model_args(model_args)  # fails on bad input before loading anything,
-            check_models_present(self.args)  # and on models missing here, before any hub call
-        except (ValueError, ModelsNotFound) as error:
+            check_models_present(self.args)  # on models missing here, before any hub call,
+            require_supported_versions(vllm=self.args.uses_vllm)  # on frameworks out of range,
+            device = resolve_device(self.args.device)  # and on a device name torch does not know
+        except (ValueError, ModelsNotFound, UnsupportedEnvironment) as error:
             logger.error("%s", error)  # with its level, above lm-eval's long traceback
             raise
-        from ..backends import build_components
-        from ..hf.loading import resolve_device
         from .data_parallel import DataParallel
 
+        self.requested_device = str(self.args.device)
         # data parallel (torchrun / accelerate launch): this rank's own engine on its own device
-        self.parallel = DataParallel.from_environment(resolve_device(self.args.device))
+        self.parallel = DataParallel.from_environment(device)
         self._rank, self._world_size, self._device = self.parallel.rank, self.parallel.world_size, self.parallel.device
-        self.base, self.helper, self.scorer, self.config = build_components(replace(self.args, device=self._device))
+        preset = PRESETS.get(self.args.preset, {})
+        self.sampling_set = {name for name in SAMPLING if model_args.get(name) is not None or name in preset}
+        self.base = self.helper = self.scorer = self.config = None  # loaded at the first generate_until
         self.totals = Counter()
         self.finish_reasons = Counter()
         self.run_stats = Counter()  # resumed / generated problems and out-of-memory retries of this process
+        self.generation = {}  # task -> the generation kwargs it was run with
+        self._warned = set()
+
+    def _load(self) -> None:
+        if self.config is None:
+            from ..backends import build_components
+
+            self.base, self.helper, self.scorer, self.config = build_components(replace(self.args, device=self._device))
 
     # -- lm-eval interface -----------------------------------------------------------------------
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
         """All problems, each taken from the run journal when it is there, else generated (and journaled
         as it finishes); out-of-memory errors halve the problems in flight and retry (docs/resume.md)."""
-        self._warn_about_ignored_settings(requests)
-        problems = problems_of(requests)
+        self._refuse(pending_unsupported())
+        show_model_input(requests)
+        generations = self._generations(requests)
+        problems = problems_of(requests, generations)
+        keys = {p.key: journal_key(p, g) for p, g in zip(problems, generations)}
+        self._load()
         journal = self._open_journal(problems)
         try:
             recorded = journal.entries if journal is not None else {}
-            resumed = {p.key: recorded[p.key] for p in problems if p.key in recorded}
-            todo = [p for p in problems if p.key not in resumed]
+            resumed = {p.key: recorded[keys[p.key]] for p in problems if keys[p.key] in recorded}
+            todo = [(p, g) for p, g in zip(problems, generations) if p.key not in resumed]
             if resumed:
                 logger.warning("journal %s: %d of %d problems already finished, generating the other %d",
                                journal.path, len(resumed), len(problems), len(todo))
@@ -76,16 +103,13 @@ class KVRescueLM(LM):
 
             def on_event(kind, **info):
                 if kind == "finish" and journal is not None:
-                    journal.record(info["key"], journal_entry(info["result"]))
+                    journal.record(keys[info["key"]], journal_entry(info["result"]))
                 progress.on_event(kind, **info)
 
-            run = self._retrying_run(on_event)
             try:
-                generated = dict(zip((p.key for p in todo), map(journal_entry, run.run(todo))))
+                generated = self._generate(todo, on_event)
             finally:
                 progress.close()
-                self.run_stats.update(oom_retries=run.retries)
-                self.config = replace(self.config, max_problems_in_flight=run.max_problems_in_flight)
         finally:
             if journal is not None:
                 journal.close()
@@ -99,12 +123,54 @@ class KVRescueLM(LM):
             responses.append(TextWithStats(entry["text"], entry["stats"], entry["finish_reason"]))
         return responses
 
+    def _generate(self, todo, on_event) -> dict:
+        """Problem key -> journal entry, the problems of each sampling setting in one engine run."""
+        by_sampling = defaultdict(list)
+        for problem, generation in todo:
+            by_sampling[generation.sampling].append(problem)
+        generated = {}
+        for sampling, problems in by_sampling.items():
+            for policy in (self.base, self.helper):
+                if policy is not None:
+                    policy.sampling = sampling
+            run = self._retrying_run(on_event)
+            try:
+                generated.update(zip((p.key for p in problems), map(journal_entry, run.run(problems))))
+            finally:
+                self.run_stats.update(oom_retries=run.retries)
+                self.config = replace(self.config, max_problems_in_flight=run.max_problems_in_flight)
+        return generated
+
+    def _generations(self, requests) -> list:
+        """Each request's generation settings; what a task asks for that does not apply is said once per task."""
+        by_kwargs, out = {}, []
+        for request in requests:
+            task = getattr(request, "task_name", None)
+            kwargs = request.args[1] if len(request.args) > 1 else {}
+            cache_key = (task, json.dumps(kwargs, sort_keys=True, default=str))
+            if cache_key not in by_kwargs:
+                by_kwargs[cache_key] = generation = generation_of(kwargs, self.args, self.sampling_set, task)
+                for line in warnings_of(generation, task):
+                    if (task, line) not in self._warned:
+                        self._warned.add((task, line))
+                        logger.warning("%s", line)
+                record = {**generation.record(), "ignored": dict(generation.ignored)}
+                self.generation.setdefault(task or "?", record)
+            out.append(by_kwargs[cache_key])
+        return out
+
+    def _refuse(self, unsupported: dict) -> None:
+        if unsupported:
+            error = refusal(unsupported)
+            logger.error("%s", error)  # with its level, above lm-eval's long traceback
+            raise error
+
     def _open_journal(self, problems):
         from .run_journal import open_journal
 
         requests_fingerprint = hashlib.sha256(json.dumps([p.key for p in problems]).encode("utf-8")).hexdigest()
-        device = getattr(self.base or self.helper, "device", self.args.device)
-        return open_journal(self.args, str(device), requests_fingerprint, rank=self.rank, world_size=self.world_size)
+        return open_journal(self.args, str(self._device), requests_fingerprint, rank=self.rank,
+                            world_size=self.world_size)
 
     def _retrying_run(self, on_event) -> RetryingRun:
         """The engine behind out-of-memory retries, with the failure points of KVRESCUE_FAULTS injected."""
@@ -115,19 +181,15 @@ class KVRescueLM(LM):
         listener = faults.listener(on_event) if faults else on_event
         return RetryingRun(Engine(base, helper, scorer, self.config, on_event=listener, overlap=self.args.overlaps))
 
-    def _warn_about_ignored_settings(self, requests) -> None:
-        ours = {"temperature": self.args.temperature, "top_p": self.args.top_p, "top_k": self.args.top_k}
-        differing = sorted({f"{name}={kwargs[name]}" for request in requests for kwargs in [request.args[1] or {}]
-                            for name in ours if name in kwargs and kwargs[name] != ours[name]})
-        if differing:
-            logger.warning("the task asks for %s; kvrescue samples with its model_args %s (set them there)",
-                           ", ".join(differing), ours)
-
     def loglikelihood(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError(_GENERATES_ONLY)
+        self._refuse({"loglikelihood": tasks_of(requests)} | pending_unsupported())
 
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError(_GENERATES_ONLY)
+        self._refuse({"loglikelihood_rolling": tasks_of(requests)} | pending_unsupported())
+
+    def show_model_input(self, requests) -> None:
+        """Make the requests' arguments show what this model will receive (lm-eval's --write_out reads them)."""
+        show_model_input(requests)
 
     # -- data parallel: lm-eval shards the documents over ranks and gathers through these -----------
     def all_gather(self, tensor):
@@ -152,60 +214,20 @@ class KVRescueLM(LM):
         return CONVERSATION_MARKER
 
     def chat_template(self, chat_template=False) -> str:
-        return CONVERSATION_MARKER
+        return self.tokenizer_name
 
     def apply_chat_template(self, chat_history, add_generation_prompt: bool = True) -> str:
-        return json.dumps({CONVERSATION_MARKER: list(chat_history)})
+        return handed_conversation(chat_history, add_generation_prompt)
 
     # -- run information (lm-eval stores it in results["config"]) --------------------------------
     def get_model_info(self) -> dict:
-        a = self.args
-        n_base, n_helper = a.counts
-        run_totals, finish_reasons = getattr(self, "_run_totals", (self.totals, self.finish_reasons))
-        totals = {key: int(run_totals[key]) for key in STAT_KEYS + ("aborted_commits",)}
-        totals["problems"] = int(sum(finish_reasons.values()))
-        totals["finish_reasons"] = {reason: int(finish_reasons[reason]) for reason in FINISH_REASONS}
-        return {"kvrescue": {
-            "preset": a.preset, "base": a.base if n_base else None, "helper": a.helper if n_helper else None,
-            "scorer": a.scorer if self.scorer is not None else None,
-            "prm": a.prm if self.scorer is not None and "prm" in scorer_model_args(a.scorer) else None,
-            "mode": a.mode, "n_base": n_base, "n_helper": n_helper,
-            "evictor": a.evictor if a.evicts else None, "budget": a.budget if a.evicts else None,
-            "buffer": a.buffer if a.evicts else None, "window": a.window if a.evicts else None,
-            "mix_lambda": getattr(a.eviction, "mix_lambda", None),
-            "evictor_options": asdict(a.eviction) if is_dataclass(a.eviction) else None,
-            "scorer_options": a.scorer_options if self.scorer is not None else None,
-            "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
-            "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
-            "seed_source": self.seed_source,
-            "max_problems_in_flight": a.max_problems_in_flight, "dtype": a.dtype, "device_map": a.device_map,
-            "data_parallel_processes": self.world_size,
-            **detector_info(a), "backends": a.backends, "overlap": a.overlaps,
-            "vllm_statistics": self._vllm_statistics(),
-            "totals": totals, "run": self._run_info()}}
-
-    def _run_info(self) -> dict:
-        """What happened in this process: problems resumed from the journal or generated, out-of-memory
-        retries (and the problems in flight they left), grader comparisons killed at their time limit."""
-        from kvrescue_eval.grading.sandbox import SANDBOX
-
-        return {**{key: int(self.run_stats[key]) for key in ("resumed", "generated", "oom_retries")},
-                "max_problems_in_flight": self.config.max_problems_in_flight, "grader_timeouts": SANDBOX.killed}
-
-    def _vllm_statistics(self) -> dict:
-        """Per vLLM policy, its prefix-cache figures (model_adapters/vllm/step_policy.py)."""
-        return {p.name: p.statistics() for p in (self.base, self.helper) if hasattr(p, "statistics")}
+        return {"kvrescue": model_info(self)}
 
 
-def detector_info(args) -> dict:
-    """The effective detector: "on"/"off" and, when on, its thresholds (DetectorConfig's fields)."""
-    config = args.detector_config
-    return {"detector": "on" if config is not None else "off",
-            "detector_settings": asdict(config) if config is not None else None}
-
-
-_GENERATES_ONLY = ("the kvrescue model generates only (generate_until): loglikelihood requests "
-                   "(multiple-choice and perplexity tasks) are not supported; use a generative task")
+def journal_key(problem, generation) -> tuple:
+    """A journal entry's key: the problem's (its prompt and repeat) and what it was generated with."""
+    settings = hashlib.sha256(json.dumps(generation.key()).encode("utf-8")).hexdigest()[:12]
+    return (*problem.key, settings)
 
 
 def journal_entry(result) -> dict:

@@ -1,5 +1,18 @@
-"""lm-eval's requests as the engine's problems: each request's conversation, its key, and which requests
-are lm-eval's data-parallel padding."""
+"""lm-eval's requests as the engine's problems: what the model receives, each problem's key, its
+generation limits, and which requests are lm-eval's data-parallel padding.
+
+What the model receives is what lm-eval says it sent (the context of `req.args`, as `--write_out` and
+the samples' `arguments` show it):
+- with `--apply_chat_template`, lm-eval passes the messages it built (system instruction and task
+  description as the system turn, few-shot turns, the doc, and a task's `gen_prefix` as an open
+  assistant turn) to our `apply_chat_template`, which hands them back as JSON: each model renders them
+  with its own chat template, continuing the assistant turn when there is a prefix;
+- without it, the context is the prompt lm-eval rendered as plain text, tokenized as it is;
+- except for this package's own tasks: their docs carry the conversation (`doc["messages"]`), and when
+  lm-eval's plain prompt is exactly its turns concatenated (nothing added: no system instruction, no
+  few-shot, no prefix) the model renders that conversation with its chat template (the Qwen2.5-Math
+  protocol needs it), and the request's arguments are rewritten to show it (`show_model_input`).
+"""
 
 import hashlib
 import json
@@ -7,7 +20,19 @@ from collections import Counter
 
 from kvrescue_eval.engine.scheduler import Problem
 
+from ..prompts import CONTINUE, PLAIN_TEXT
+
 CONVERSATION_MARKER = "kvrescue-conversation"
+GENERATION_PROMPT = "add_generation_prompt"
+
+
+def handed_conversation(messages, add_generation_prompt: bool = True) -> str:
+    """What our `apply_chat_template` returns to lm-eval: the messages as JSON (false
+    `add_generation_prompt`, lm-eval's way of saying a prefix continues the last assistant turn)."""
+    payload = {CONVERSATION_MARKER: [dict(message) for message in messages]}
+    if not add_generation_prompt:
+        payload[GENERATION_PROMPT] = False
+    return json.dumps(payload)
 
 
 def data_parallel_padding(requests) -> list[bool]:
@@ -22,27 +47,57 @@ def data_parallel_padding(requests) -> list[bool]:
     return out
 
 
-def problems_of(requests) -> list[Problem]:
-    """One problem per request, keyed by (hash of its conversation, repeat index by counting)."""
+def problems_of(requests, generations) -> list[Problem]:
+    """One problem per request, keyed by (hash of its conversation, repeat index by counting), with the
+    token cap and stop strings of its generation settings (lm_eval/generation.py)."""
     seen = Counter()
     problems = []
-    for request in requests:
+    for request, generation in zip(requests, generations):
         conversation = conversation_of(request)
         prompt_id = hashlib.sha256(json.dumps(conversation, sort_keys=True).encode("utf-8")).hexdigest()[:16]
-        problems.append(Problem((prompt_id, seen[prompt_id]), conversation))
+        problems.append(Problem((prompt_id, seen[prompt_id]), conversation, generation.max_new_tokens,
+                                generation.stop))
         seen[prompt_id] += 1
     return problems
 
 
 def conversation_of(request) -> list[dict]:
+    """The prompt of a request as the policies render it (model_adapters/prompts.py)."""
     context = request.args[0]
-    try:
-        handed = json.loads(context)
-        if isinstance(handed, dict) and CONVERSATION_MARKER in handed:
-            return handed[CONVERSATION_MARKER]
-    except (TypeError, ValueError):
-        pass
+    handed = _handed(context)
+    if handed is not None:
+        return handed
+    own = own_conversation(request)
+    if own is not None:
+        return own
+    return [{"role": "user", "content": context, PLAIN_TEXT: True}]
+
+
+def own_conversation(request) -> list[dict] | None:
+    """The doc's own conversation when lm-eval's plain prompt is exactly its turns concatenated."""
     doc = getattr(request, "doc", None)
-    if isinstance(doc, dict) and doc.get("messages"):
-        return [dict(role=m["role"], content=m["content"]) for m in doc["messages"]]
-    return [{"role": "user", "content": context}]
+    if not isinstance(doc, dict) or not doc.get("messages"):
+        return None
+    messages = [{"role": m["role"], "content": m["content"]} for m in doc["messages"]]
+    return messages if "".join(m["content"] for m in messages) == request.args[0] else None
+
+
+def show_model_input(requests) -> None:
+    """Rewrite the arguments of the requests answered from their doc's own conversation so that the
+    samples' `arguments` and `--write_out` show that conversation (as our apply_chat_template hands it)."""
+    for request in requests:
+        if _handed(request.args[0]) is None and (own := own_conversation(request)) is not None:
+            request.arguments = (handed_conversation(own), *request.args[1:])
+
+
+def _handed(context) -> list[dict] | None:
+    try:
+        payload = json.loads(context)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(payload, dict) or CONVERSATION_MARKER not in payload:
+        return None
+    messages = [{"role": m["role"], "content": m["content"]} for m in payload[CONVERSATION_MARKER]]
+    if payload.get(GENERATION_PROMPT, True) is False and messages and messages[-1]["role"] == "assistant":
+        messages[-1][CONTINUE] = True
+    return messages

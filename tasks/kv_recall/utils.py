@@ -14,7 +14,7 @@ import json
 from importlib import resources
 
 from kvrescue_eval import STEP_SEPARATOR
-from kvrescue_eval.stats import TextWithStats
+from kvrescue_eval.stats import carries_statistics
 from kvrescue_eval.tasks import seed_metrics
 
 DEGENERATION_FACTOR = 2
@@ -62,7 +62,7 @@ def process_results(doc, results):
         "pass_at_1": [passed(r, doc["steps"]) for r in responses],
         "step_accuracy": [step_accuracy(r, doc["steps"]) for r in responses],
     }
-    if responses and all(isinstance(r, TextWithStats) for r in responses):
+    if responses and all(map(carries_statistics, responses)):
         metrics.update(seed_metrics.engine_statistics(responses, metrics["pass_at_1"]))
         metrics["degenerated"] = [degenerated(r.stats["steps"], right, doc["steps"])
                                   for r, right in zip(responses, metrics["pass_at_1"])]

@@ -72,10 +72,12 @@ def lm(tiny_folder):
 
 
 class Request:
-    """What lm-eval hands `generate_until`: `args = (context, gen_kwargs)` and the doc."""
+    """What lm-eval hands `generate_until`: `args = (context, gen_kwargs)` and the doc; the gen_kwargs of our
+    math tasks (the paper's sampling)."""
 
     def __init__(self, context, doc=None):
-        self.args = (context, {"until": [], "max_gen_toks": 100})
+        self.args = (context, {"until": [], "do_sample": True, "temperature": 0.8, "top_p": 0.95, "top_k": 20,
+                               "max_gen_toks": 100})
         self.doc = doc
 
 

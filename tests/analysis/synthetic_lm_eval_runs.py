@@ -7,6 +7,7 @@ The files are written by lm-eval's own EvaluationTracker (the code `lm_eval --ou
 
 import hashlib
 import json
+import statistics
 import time
 
 from lm_eval.loggers import EvaluationTracker
@@ -53,7 +54,8 @@ def write_run(output_path, tasks, *, model="kvrescue", model_args="base=org/Base
             per_seed = [sum(doc[s] for doc in table) / len(table) for s in range(repeats)]
             mean = sum(per_seed) / repeats
             metrics[f"{name},none"] = mean
-            metrics[f"{name}_stderr,none"] = "N/A"
+            # as the tasks report it: the sample std of the per-document means over seeds, over sqrt(documents)
+            metrics[f"{name}_stderr,none"] = statistics.stdev(map(statistics.fmean, table)) / len(table) ** 0.5
             if repeats > 1:
                 var = sum((p - mean) ** 2 for p in per_seed) / repeats   # population std, as the tasks
                 metrics[f"{name}_seed_std,none"] = var ** 0.5

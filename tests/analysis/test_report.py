@@ -51,6 +51,16 @@ def test_pass_at_1_mean_and_std_over_seeds(report, mode, budget, bench, seeds, m
     assert row["n"] == 4 and row["evictor"] == ("rkv" if budget else None)
 
 
+@pytest.mark.parametrize("mode,budget,bench,stderr", [
+    ("full", None, "math500", 0.25),                         # per-problem 1, 1, 1, 0: std .5 over sqrt(4)
+    ("full", None, "aime24", math.sqrt(76 / 432) / 2),       # per-problem means 1, 2/3, 2/3, 0 (seeds together)
+    ("rescue", 64, "math500", None),                         # two runs pooled: no standard error of their own
+])
+def test_the_standard_error_over_problems_is_the_runs(report, mode, budget, bench, stderr):
+    row = one(report[1], "accuracy", base=BASE, mode=mode, budget=budget, benchmark=bench)
+    assert row["pass1_stderr"] == (None if stderr is None else pytest.approx(stderr))
+
+
 def test_strict_grader_mode_is_reported_separately(report):
     row = one(report[1], "accuracy", base=BASE, mode="full", benchmark="math500")
     assert row["exact_match_strict_mean"] == pytest.approx(2 / 4) and row["pass1_mean"] == pytest.approx(3 / 4)

@@ -94,6 +94,18 @@ def test_seed_mean_std_group_mean_and_engine_statistics(oracle_site, tmp_path):
     assert [s["exact_match"] for s in samples["aime24_qwen"]] == [[1, 1, 1, 1, 1], [0, 1, 1, 1, 1]]
     # Group: unweighted mean (the size-weighted mean would be 7.6 / 20 = .38).
     assert scores["kvrescue_math"]["exact_match,none"] == pytest.approx((.5 + .25 + .125 + .7 + .9) / 5)
+    # Standard errors over problems, each problem's seeds together: the sample std (ddof 1) of the per-doc
+    # means over seeds, over sqrt(docs). math500: docs 1, 0 -> std .7071 / sqrt 2 = .5; olympiadbench: 1, 0, 0, 0
+    # -> .5 / 2 = .25; gsm8k: one 1 in 8 -> sqrt(1/8) / sqrt 8 = .125; amc23: per-doc means 1, .8, .6, .4 ->
+    # sqrt(.2 / 3) / 2; aime24: 1, .8 -> .1414 / sqrt 2 = .1. The group: sqrt(sum of squares) / 5.
+    expected = {"math500": .5, "olympiadbench": .25, "gsm8k_qwen": .125, "amc23": math.sqrt(.2 / 3) / 2,
+                "aime24_qwen": .1}
+    for task, stderr in expected.items():
+        for metric in ("exact_match", "exact_match_strict", "exact_match_boxed"):
+            assert scores[task][f"{metric}_stderr,none"] == pytest.approx(stderr), (task, metric)
+    assert scores["kvrescue_math"]["exact_match_boxed_stderr,none"] == pytest.approx(
+        math.sqrt(sum(v ** 2 for v in expected.values())) / 5)
+    assert scores["amc23"]["steps_stderr,none"] == 0.0   # every doc's steps average 300 over its seeds
     # Statistics: mean over samples; degenerated = >= 256 steps and wrong: amc23 doc 3 under seed 2 only.
     assert scores["gsm8k_qwen"]["steps,none"] == pytest.approx(100)
     assert scores["amc23"]["steps,none"] == pytest.approx(300)

@@ -50,3 +50,33 @@ def test_strict_mode_extracts_and_grades_with_its_own_normalisation():
     metrics = seed_metrics.score_responses(doc, [["The answer is \\boxed{t+1}."]], benchmark="math500")
     assert metrics["exact_match"] == [1]
     assert metrics["exact_match_strict"] == [0]
+
+
+def test_the_stderr_of_a_mean_keeps_each_problems_seeds_together():
+    items = [[1, 1], [0, 1], [0, 0]]   # per-problem means 1, .5, 0: sample std .5, over sqrt(3) problems
+    assert seed_metrics.problem_means_stderr(items) == pytest.approx(0.5 / math.sqrt(3))
+    assert seed_metrics.mean_over_seeds.stderr is seed_metrics.problem_means_stderr
+
+
+def test_the_stderr_of_the_seed_std_is_the_bootstrap_over_problems():
+    """The exact bootstrap: every one of the 3^3 resamples of 3 problems (with their seeds) is equally likely."""
+    import itertools
+
+    items = [[1, 1], [0, 1], [0, 0]]
+    draws = [seed_metrics.seed_std([items[i] for i in picks]) for picks in itertools.product(range(3), repeat=3)]
+    mean = sum(draws) / len(draws)
+    exact = math.sqrt(sum((d - mean) ** 2 for d in draws) / len(draws))
+    assert seed_metrics.seed_std_stderr(items, 20000) == pytest.approx(exact, rel=0.03)
+    assert seed_metrics.seed_std.stderr is seed_metrics.seed_std_stderr
+
+
+def test_lm_eval_computes_the_standard_errors_our_aggregations_carry():
+    """Through the import hook: lm-eval's stderr_for_metric, which knows only its own aggregations."""
+    from lm_eval import evaluator_utils
+    from lm_eval.api.metrics import mean, mean_stderr
+
+    items = [[1, 1], [0, 1], [0, 0]]
+    assert evaluator_utils.stderr_for_metric(seed_metrics.mean_over_seeds, 100000)(items) == pytest.approx(
+        0.5 / math.sqrt(3))
+    assert evaluator_utils.stderr_for_metric(mean, 100000) is mean_stderr      # lm-eval's own, unchanged
+    assert evaluator_utils.stderr_for_metric(seed_metrics.mean_over_seeds, 0) is None   # --bootstrap_iters 0

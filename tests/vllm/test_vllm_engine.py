@@ -13,10 +13,11 @@ from conftest import ENGINE
 
 
 class Request:
-    """What lm-eval hands `generate_until`: `args = (context, gen_kwargs)` and the doc."""
+    """What lm-eval hands `generate_until` for kv_recall without a chat template: `args = (its two turns run
+    together, gen_kwargs)` and the doc, which carries the conversation the model then renders."""
 
     def __init__(self, doc):
-        self.args = (doc["question"], {"until": []})
+        self.args = (doc["system"] + doc["question"], {"until": []})
         self.doc = {"messages": conversation(doc)}
 
 
@@ -58,9 +59,9 @@ def test_full_kv_base_on_vllm_commits_the_transformers_trajectories(tiny_lm_dir,
     requests = [Request(doc) for doc in read_split("test")[:4]]
     settings = dict(model_args(tiny_lm_dir, tiny_prm_dir, base_backend="vllm"), mode="full", n=2)
     on_vllm = KVRescueLM(**settings)
-    assert isinstance(on_vllm.base, VLLMStepPolicy) and on_vllm.helper is None
     hf = KVRescueLM(**dict(model_args(tiny_lm_dir, tiny_prm_dir), mode="full", n=2))
     full_on_vllm, full_on_hf = (lm.generate_until(requests, disable_tqdm=True) for lm in (on_vllm, hf))
+    assert isinstance(on_vllm.base, VLLMStepPolicy) and on_vllm.helper is None   # loaded at the first call
     assert [str(r) for r in full_on_vllm] == [str(r) for r in full_on_hf]
     assert [r.stats for r in full_on_vllm] == [r.stats for r in full_on_hf]
     assert on_vllm.get_model_info()["kvrescue"]["backends"] == {"base": "vllm", "prm": "hf"}

@@ -1,0 +1,68 @@
+"""`config.kvrescue` of a run: its settings, what it ran on and with, and its totals (lm-eval stores
+`get_model_info()` in results["config"])."""
+
+from dataclasses import asdict, is_dataclass
+
+from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS
+
+from ..scorers import VLLM_VARIANTS, scorer_model_args
+
+
+def model_info(lm) -> dict:
+    a = lm.args
+    n_base, n_helper = a.counts
+    scored = a.scored
+    run_totals, finish_reasons = getattr(lm, "_run_totals", (lm.totals, lm.finish_reasons))
+    totals = {key: int(run_totals[key]) for key in STAT_KEYS + ("aborted_commits",)}
+    totals["problems"] = int(sum(finish_reasons.values()))
+    totals["finish_reasons"] = {reason: int(finish_reasons[reason]) for reason in FINISH_REASONS}
+    return {
+        "preset": a.preset, "base": a.base if n_base else None, "helper": a.helper if n_helper else None,
+        "scorer": a.scorer if scored else None,
+        "prm": a.prm if scored and "prm" in scorer_model_args(a.scorer) else None,
+        "mode": a.mode, "n_base": n_base, "n_helper": n_helper,
+        "evictor": a.evictor if a.evicts else None, "budget": a.budget if a.evicts else None,
+        "buffer": a.buffer if a.evicts else None, "window": a.window if a.evicts else None,
+        "mix_lambda": getattr(a.eviction, "mix_lambda", None),
+        "evictor_options": asdict(a.eviction) if is_dataclass(a.eviction) else None,
+        "scorer_options": a.scorer_options if scored else None,
+        "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
+        "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
+        "seed_source": lm.seed_source,
+        "max_problems_in_flight": a.max_problems_in_flight, "device_map": a.device_map,
+        "data_parallel_processes": lm.world_size,
+        **detector_info(a), "overlap": a.overlaps,
+        **execution_info(lm),
+        "vllm_statistics": {p.name: p.statistics() for p in (lm.base, lm.helper) if hasattr(p, "statistics")},
+        "totals": totals, "run": run_info(lm)}
+
+
+def execution_info(lm) -> dict:
+    """Where and how the run generated: the device it ran on (and the one lm-eval or model_args asked for),
+    the dtype, the backend of every role, and per task the generation kwargs used (lm_eval/generation.py)."""
+    from ..hf.loading import torch_dtype
+
+    a = lm.args
+    backends = dict(a.backends)
+    if a.scored and "prm" not in backends:
+        backends["scorer"] = a.prm_backend if a.scorer in VLLM_VARIANTS else "hf"
+    return {"device": str(lm._device), "device_requested": lm.requested_device,
+            "dtype": str(torch_dtype(a.dtype, str(lm._device))).removeprefix("torch."), "dtype_requested": a.dtype,
+            "backends": backends, "generation": dict(lm.generation)}
+
+
+def run_info(lm) -> dict:
+    """What happened in this process: problems resumed from the journal or generated, out-of-memory
+    retries (and the problems in flight they left), grader comparisons killed at their time limit."""
+    from kvrescue_eval.grading.sandbox import SANDBOX
+
+    in_flight = lm.config.max_problems_in_flight if lm.config is not None else lm.args.max_problems_in_flight
+    return {**{key: int(lm.run_stats[key]) for key in ("resumed", "generated", "oom_retries")},
+            "max_problems_in_flight": in_flight, "grader_timeouts": SANDBOX.killed}
+
+
+def detector_info(args) -> dict:
+    """The effective detector: "on"/"off" and, when on, its thresholds (DetectorConfig's fields)."""
+    config = args.detector_config
+    return {"detector": "on" if config is not None else "off",
+            "detector_settings": asdict(config) if config is not None else None}
