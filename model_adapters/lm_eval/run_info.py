@@ -5,7 +5,7 @@ from dataclasses import asdict, is_dataclass
 
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS
 
-from ..scorers import VLLM_VARIANTS, scorer_model_args
+from ..scorers import scorer_model_args
 
 
 def model_info(lm) -> dict:
@@ -19,7 +19,7 @@ def model_info(lm) -> dict:
     return {
         "preset": a.preset, "base": a.base if n_base else None, "helper": a.helper if n_helper else None,
         "scorer": a.scorer if scored else None,
-        "prm": a.prm if scored and "prm" in scorer_model_args(a.scorer) else None,
+        "prm": a.prm if scored and "prm" in scorer_model_args(a.scorer, a.scorer_backend) else None,
         "mode": a.mode, "n_base": n_base, "n_helper": n_helper,
         "evictor": a.evictor if a.evicts else None, "budget": a.budget if a.evicts else None,
         "buffer": a.buffer if a.evicts else None, "window": a.window if a.evicts else None,
@@ -33,7 +33,7 @@ def model_info(lm) -> dict:
         "data_parallel_processes": lm.world_size,
         **detector_info(a), "overlap": a.overlaps,
         **execution_info(lm),
-        "vllm_statistics": {p.name: p.statistics() for p in (lm.base, lm.helper) if hasattr(p, "statistics")},
+        "vllm_statistics": lm.components.statistics() if lm.components is not None else {},
         "totals": totals, "run": run_info(lm)}
 
 
@@ -45,7 +45,7 @@ def execution_info(lm) -> dict:
     a = lm.args
     backends = dict(a.backends)
     if a.scored and "prm" not in backends:
-        backends["scorer"] = a.prm_backend if a.scorer in VLLM_VARIANTS else "hf"
+        backends["scorer"] = a.scorer_backend
     return {"device": str(lm._device), "device_requested": lm.requested_device,
             "dtype": str(torch_dtype(a.dtype, str(lm._device))).removeprefix("torch."), "dtype_requested": a.dtype,
             "backends": backends, "generation": dict(lm.generation)}

@@ -23,12 +23,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from kvrescue_eval.detector import DetectorConfig
 from kvrescue_eval.engine.config import MODES
 
+from ..backends import BACKENDS, backend_class, did_you_mean
 from .presets import DEFAULT_PRESET, PRESETS
-from ..scorers import VLLM_VARIANTS
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 OVERLAP = ("auto", "on", "off")
-BACKENDS = ("hf", "vllm")  # transformers (token-level, in the engine's loop) or vLLM (step-level, beside it)
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")  # accelerate's placements over visible GPUs
 # lm-eval passes these from its own command line; batching is `max_problems_in_flight`.
 LM_EVAL_EXTRAS = ("batch_size", "max_batch_size")
@@ -77,7 +76,7 @@ class ModelArgs:
     journal: str | None = None
     # Which library runs each role. The base evicts, which vLLM cannot: base_backend=vllm needs mode full.
     helper_backend: str = "hf"
-    prm_backend: str = "hf"         # for scorer=qwen-prm
+    prm_backend: str | None = None  # the scorer's backend; None: the scorer's first (scorers.SCORERS)
     base_backend: str = "hf"
     # Helper proposals and scoring on background threads beside the base's decoding: on | off | auto
     # (auto: on when a role runs on vLLM). Off, an all-transformers run is bit-reproducible: which
@@ -103,19 +102,36 @@ class ModelArgs:
 
     @property
     def backends(self) -> dict:
-        """role -> backend of the roles this run uses ("base", "helper", "prm")."""
+        """role -> backend of the roles this run uses ("base", "helper", and "prm" when the scorer reads it)."""
+        from ..scorers import scorer_model_args
+
         n_base, n_helper = self.counts
         roles = {"base": (n_base, self.base_backend), "helper": (n_helper, self.helper_backend),
-                 "prm": (n_base + n_helper > 1 and self.scorer in VLLM_VARIANTS, self.prm_backend)}
+                 "prm": (self.scored and "prm" in scorer_model_args(self.scorer, self.scorer_backend),
+                         self.scorer_backend)}
         return {role: backend for role, (used, backend) in roles.items() if used}
 
     @property
+    def scorer_backend(self) -> str:
+        """The backend the scorer runs on: prm_backend, else the scorer's first."""
+        from ..scorers import scorer_backends
+
+        return self.prm_backend or scorer_backends(self.scorer)[0]
+
+    @property
+    def used_backends(self) -> set:
+        """The backends of every role this run runs, the scorer's included."""
+        return set(self.backends.values()) | ({self.scorer_backend} if self.scored else set())
+
+    @property
     def overlaps(self) -> bool:
-        return self.uses_vllm if self.overlap == "auto" else self.overlap == "on"
+        if self.overlap != "auto":
+            return self.overlap == "on"
+        return any(backend_class(name).beside for name in self.used_backends)
 
     @property
     def uses_vllm(self) -> bool:
-        return "vllm" in self.backends.values() or self.scorer in VLLM_VARIANTS.values()
+        return "vllm" in self.used_backends
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -148,6 +164,29 @@ class ModelArgs:
                               guard=self.detector_guard, gzip_threshold=self.detector_gzip_threshold,
                               gzip_chars=self.detector_gzip_chars)
 
+    @property
+    def sampling(self):
+        from kvrescue_eval.engine.sampling import SamplingParams
+
+        return SamplingParams(self.temperature, self.top_p, self.top_k)
+
+    @property
+    def eviction_schedule(self):
+        """The base's EvictionSchedule (None when the mode does not evict)."""
+        from kvrescue_eval.eviction import EvictionSchedule
+
+        return EvictionSchedule(self.eviction, self.budget, self.buffer, self.window) if self.evicts else None
+
+    @property
+    def engine_config(self):
+        from kvrescue_eval.engine.config import EngineConfig
+
+        n_base, n_helper = self.counts
+        return EngineConfig(n_base=n_base, n_helper=n_helper, max_steps=self.max_steps,
+                            max_step_tokens=self.max_step_tokens, max_context=self.max_context,
+                            max_problems_in_flight=self.max_problems_in_flight, seed=self.seed,
+                            detector=self.detector_config)
+
     def as_dict(self) -> dict:
         return {name: value for name, value in asdict(self).items() if name != "eviction"}
 
@@ -174,7 +213,7 @@ def parse_model_args(raw: dict) -> ModelArgs:
     values["preset"] = preset
     evictor = str(values.get("evictor", ModelArgs.evictor))
     scorer = str(values.get("scorer", ModelArgs.scorer))
-    evictor_defaults, scorer_defaults = _plugin_options(evictor, scorer)
+    evictor_defaults, scorer_defaults = _plugin_options(evictor, scorer, values.get("prm_backend"))
     unknown = sorted(set(values) - set(NAMES) - set(evictor_defaults) - set(scorer_defaults))
     if unknown:
         plugin_names = sorted(set(evictor_defaults) | set(scorer_defaults))
@@ -191,15 +230,16 @@ def parse_model_args(raw: dict) -> ModelArgs:
     return replace(args, eviction=_checked_schedule(args).evictor if args.evicts else None)
 
 
-def _plugin_options(evictor: str, scorer: str) -> tuple[dict, dict]:
-    """(option -> default) of the evictor class and of the scorer factory; empty for unknown names
-    (validate() then names the valid ones)."""
+def _plugin_options(evictor: str, scorer: str, backend: str | None) -> tuple[dict, dict]:
+    """(option -> default) of the evictor class and of the scorer factory on its backend; empty for unknown
+    names (validate() then names the valid ones)."""
     from kvrescue_eval.eviction import EVICTORS, evictor_options
 
-    from ..scorers import SCORERS, scorer_options
+    from ..scorers import SCORERS, scorer_backends, scorer_options
 
     evictor_defaults = evictor_options(EVICTORS[evictor]) if evictor in EVICTORS else {}
-    return evictor_defaults, (scorer_options(scorer) if scorer in SCORERS else {})
+    runs = scorer in SCORERS and (backend is None or backend in scorer_backends(scorer))
+    return evictor_defaults, (scorer_options(scorer, backend) if runs else {})
 
 
 def _checked_schedule(args: ModelArgs):
@@ -294,11 +334,12 @@ def validate(args: ModelArgs) -> None:
         bad("helper", f"a model name or folder (mode {args.mode} with n_helper={n_helper} needs a helper)")
     if args.evicts:
         if args.evictor not in EVICTORS:
-            bad("evictor", ", ".join(sorted(EVICTORS)))
+            bad("evictor", ", ".join(sorted(EVICTORS)) + did_you_mean(args.evictor, EVICTORS))
     if args.scored:
         if args.scorer not in SCORERS:
-            bad("scorer", ", ".join(sorted(SCORERS)))
-        for name in scorer_model_args(args.scorer):
+            bad("scorer", ", ".join(sorted(SCORERS)) + did_you_mean(args.scorer, SCORERS))
+        validate_scorer_backend(args)
+        for name in scorer_model_args(args.scorer, args.scorer_backend):
             if not getattr(args, name):
                 others = ", ".join(f"scorer={other}" for other in sorted(SCORERS) if other != args.scorer)
                 bad(name, f"a model name or folder: scorer={args.scorer} reads it (or choose {others})")
@@ -329,21 +370,22 @@ def validate_detector(args: ModelArgs) -> None:
 
 
 def validate_backends(args: ModelArgs) -> None:
-    if args.overlap not in OVERLAP:
-        raise ValueError(f"model_arg overlap={args.overlap!r} is invalid; valid: {', '.join(OVERLAP)}")
-    """Backends and vLLM settings; asking for vLLM without it installed fails here, before loading."""
+    """Backends and vLLM settings; asking for a backend whose library is absent fails here, before loading."""
+    from ..scorers import SCORERS
+
     def bad(name, valid):
         raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")
 
+    if args.overlap not in OVERLAP:
+        bad("overlap", ", ".join(OVERLAP))
     for name in ("helper_backend", "prm_backend", "base_backend"):
-        if getattr(args, name) not in BACKENDS:
-            bad(name, ", ".join(BACKENDS))
-    if args.backends.get("base") == "vllm" and args.evicts:
-        bad("base_backend", f"hf in mode {args.mode} (vLLM has no per-request KV eviction); "
-                            f"vllm only for a base that keeps its full KV cache (mode full)")
-    if args.prm_backend == "vllm" and args.scorer not in VLLM_VARIANTS:
-        bad("prm_backend", f"hf with scorer={args.scorer} (prm_backend=vllm serves "
-                           f"{', '.join(f'scorer={name}' for name in VLLM_VARIANTS)})")
+        value = getattr(args, name)
+        if value is not None and value not in BACKENDS:
+            bad(name, ", ".join(BACKENDS) + did_you_mean(value, BACKENDS))
+    if args.scorer in SCORERS:
+        validate_scorer_backend(args)
+    for role, backend in args.backends.items():
+        backend_class(backend).check(role, args)
     given = [name for name in VLLM_SETTINGS if getattr(args, name) is not None]
     if given and not args.uses_vllm:
         raise ValueError(f"model_arg(s) {given} set vLLM engine settings but no role runs on vLLM; "
@@ -354,7 +396,19 @@ def validate_backends(args: ModelArgs) -> None:
                  "vllm_max_num_seqs", "vllm_block_size"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             bad(name, "an integer >= 1")
-    if args.uses_vllm:
-        from ..vllm.engine import require_vllm
+    for backend in sorted(args.used_backends):
+        backend_class(backend).require()
 
-        require_vllm()
+
+def validate_scorer_backend(args: ModelArgs) -> None:
+    """prm_backend is one the scorer declares (scorers.SCORERS)."""
+    from ..scorers import SCORERS, scorer_backends
+
+    if args.prm_backend is not None and args.prm_backend not in BACKENDS:
+        raise ValueError(f"model_arg prm_backend={args.prm_backend!r} is invalid; valid: {', '.join(BACKENDS)}"
+                         + did_you_mean(args.prm_backend, BACKENDS))
+    if args.scorer_backend not in scorer_backends(args.scorer):
+        serving = [name for name in SCORERS if args.scorer_backend in scorer_backends(name)]
+        raise ValueError(f"model_arg prm_backend={args.prm_backend!r} is invalid; valid: "
+                         f"{', '.join(scorer_backends(args.scorer))} with scorer={args.scorer} (prm_backend="
+                         f"{args.scorer_backend} serves {', '.join(f'scorer={name}' for name in serving) or 'none'})")

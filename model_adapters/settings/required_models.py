@@ -14,7 +14,7 @@ def required_models(args: ModelArgs) -> dict[str, str]:
 
     n_base, n_helper = args.counts
     roles = ["base"] * bool(n_base) + ["helper"] * bool(n_helper)
-    roles += list(scorer_model_args(args.scorer)) if args.scored else []
+    roles += list(scorer_model_args(args.scorer, args.scorer_backend)) if args.scored else []
     return {role: getattr(args, role) for role in dict.fromkeys(roles) if getattr(args, role)}
 
 
