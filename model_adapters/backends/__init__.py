@@ -5,8 +5,10 @@ A backend is one module with a class, registered by one line in BACKENDS; model_
 model_adapters/scorers). The class has:
 - `check(role, settings)` (classmethod): refuse, before anything loads, a role it cannot run (a ValueError
   naming the model_arg, its value and what is valid); `require()` (classmethod): an ImportError with the
-  install lines when its library is absent; `beside` (class attribute): its policies are step-level and run
-  beside the base's decoding (overlap=auto turns background threads on);
+  install lines when its library is absent; class attributes `title` (its library, in messages), `beside`
+  (its policies are step-level and run beside the base's decoding: overlap=auto turns background threads on)
+  and `options` (None, or a dataclass of its own settings, validated by itself: model_args `<name>_<field>`,
+  in `settings.backend_options[name]`);
 - `__init__(settings, dtype)`: one instance per run, shared by the roles it runs (a model loads once);
   `dtype` is the torch dtype's name that model_arg dtype resolved to on this device;
 - `policy(role, model)`: the engine policy (TokenPolicy or StepPolicy) of role "base" or "helper";
@@ -74,7 +76,7 @@ def build(settings) -> Components:
     base, helper = (backend(roles[role]).policy(role, getattr(settings, role)) if role in roles else None
                     for role in POLICY_ROLES)
     scorer = _scorer(settings, backend(settings.scorer_backend)) if settings.scored else None
-    return Components(base, helper, scorer, settings.engine_config, running)
+    return Components(base, helper, scorer, settings.engine, running)
 
 
 def _scorer(settings, backend):

@@ -8,6 +8,8 @@ from .loading import load_causal_lm, new_cache
 
 
 class HFBackend:
+    title = "transformers"
+    options = None  # no model_args of its own (dtype, device and device_map are the run's)
     beside = False  # token-level: decoded in the engine's own loop
 
     @classmethod
@@ -34,7 +36,7 @@ class HFBackend:
     def policy(self, role: str, name: str):
         from .policy import HFPolicy
 
-        eviction = self.settings.eviction_schedule if role == "base" else None
+        eviction = self.settings.eviction if role == "base" else None
         model, tokenizer = self.model(name)
         return HFPolicy(model, tokenizer, self.settings.sampling, partial(new_cache, model, eviction), name=role,
                         batch_problems=True)

@@ -5,10 +5,12 @@ The evicted base (modes rescue and bon) is refused in `check`: vLLM has no per-r
 serving it means a `policy("base", ...)` built on an evicting engine when `settings.evicts`."""
 
 from ..model_files.locate import model_folder
-from .engine import engine_kwargs, require_vllm, start_llm
+from .engine import VLLMOptions, engine_kwargs, require_vllm, start_llm
 
 
 class VLLMBackend:
+    title = "vLLM"
+    options = VLLMOptions  # model_args vllm_<field>
     beside = True  # step-level: proposals run on a background thread beside the base's decoding
 
     @classmethod
@@ -26,7 +28,8 @@ class VLLMBackend:
         self.settings, self.dtype, self.policies = settings, dtype, {}
 
     def engine_kwargs(self, role: str) -> dict:
-        return engine_kwargs(self.settings, role, self.dtype)
+        s = self.settings
+        return engine_kwargs(s.backend_options["vllm"], role, dtype=self.dtype, device=s.device, seed=s.engine.seed)
 
     def policy(self, role: str, name: str):
         from .step_policy import VLLMStepPolicy

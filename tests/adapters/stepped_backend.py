@@ -12,6 +12,8 @@ from kvrescue_eval.model_adapters.hf.backend import HFBackend  # noqa: E402
 
 
 class SteppedBackend:
+    title = "stepped transformers"
+    options = None
     beside = True  # step-level: overlap=auto turns the background threads on
 
     @classmethod
