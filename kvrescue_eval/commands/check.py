@@ -28,6 +28,8 @@ def add_arguments(parser):
     parser.add_argument("--baseline", metavar="FILE", help="report.json of an earlier `kvrescue-eval report`")
     parser.add_argument("--max-drop", type=float, default=None, metavar="D",
                         help="allowed recovery loss against --baseline, as a fraction (0.05 = 5 points)")
+    parser.add_argument("--json", default=None, metavar="FILE",
+                        help="also write the gate's table, criteria and verdict to FILE (JSON)")
     parser.add_argument("--metric", default="exact_match_boxed",
                         help="accuracy metric of the tasks (default: %(default)s, the paper's 'boxed and correct'; "
                              "the kv_recall testbed reports pass_at_1)")
@@ -68,11 +70,21 @@ def run(args):
               + ", ".join(sorted({c.setting.mode for c in analysis.cells})) + ")", file=sys.stderr)
         return 2
     table, passed = check(analysis, spec, baseline, args.max_drop or 0.0)
+    rows = table.rows
     print(table.to_markdown())
-    failed = [row for row in table.rows if row["verdict"] != "ok"]
-    total = len(table.rows)
+    failed = [row for row in rows if row["verdict"] != "ok"]
     if failed:
         table.title, table.rows = "Settings that fell short", failed
         print(table.to_markdown())
-    print(f"{'PASS' if passed else 'FAIL'}: {total - len(failed)} of {total} settings pass ({spec.describe()})")
+    print(f"{'PASS' if passed else 'FAIL'}: {len(rows) - len(failed)} of {len(rows)} settings pass ({spec.describe()})")
+    if args.json:
+        import dataclasses
+        import json
+        from pathlib import Path
+
+        from kvrescue_eval.analysis.atomic import write_files
+
+        document = {"runs": [str(path) for path in args.runs], "metric": args.metric,
+                    "criteria": dataclasses.asdict(spec), "passed": passed, "rows": rows}
+        write_files({Path(args.json): json.dumps(document, indent=2) + "\n"})
     return 0 if passed else 1

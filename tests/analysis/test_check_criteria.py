@@ -112,3 +112,17 @@ def test_unknown_gate_is_refused(tmp_path, capsys):
         main(["check", str(grid(tmp_path)), "--gate", "nope"])
     err = capsys.readouterr().err
     assert "argument --gate: invalid choice: 'nope' (choose from " in err and "testbed" in err
+
+
+def test_json_output_holds_the_criteria_rows_and_verdict(tmp_path):
+    import json
+
+    path, target = grid(tmp_path / "runs", helper_steps=0.0), tmp_path / "gate.json"
+    assert main(["check", str(path), "--metric", METRIC, "--gate", "testbed", "--json", str(target)]) == 1
+    document = json.loads(target.read_text())
+    assert document["criteria"] == {"min_recovery": 0.8, "min_margin": 0.25, "helper_share": [0.15, 0.7],
+                                    "max_base_token_ratio": 0.6}
+    assert document["passed"] is False and document["metric"] == METRIC
+    (row,) = document["rows"]
+    assert (row["mode"], row["margin"], row["helper_share"], row["verdict"]) == (
+        "rescue", 0.5, 0.0, "helper share 0.0% below [15%, 70%]")
