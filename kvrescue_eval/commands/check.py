@@ -11,9 +11,9 @@ def add_arguments(parser):
     parser.add_argument("--baseline", metavar="FILE", help="report.json of an earlier `kvrescue-eval report`")
     parser.add_argument("--max-drop", type=float, default=None, metavar="D",
                         help="allowed recovery loss against --baseline, as a fraction (0.05 = 5 points)")
-    parser.add_argument("--metric", default="exact_match_boxed",
-                        help="accuracy metric of the tasks (default: %(default)s, the paper's 'boxed and correct'; "
-                             "the kv_recall testbed reports pass_at_1)")
+    parser.add_argument("--metric", default=None,
+                        help="accuracy metric of the tasks (default: each task's primary metric: exact_match_boxed, "
+                             "the paper's 'boxed and correct', on the math benchmarks; pass_at_1 on kv_recall)")
 
 
 def run(args):
