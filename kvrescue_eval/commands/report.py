@@ -66,6 +66,7 @@ def run(args):
     from kvrescue_eval.analysis.atomic import write_files
     from kvrescue_eval.analysis.comparisons import analyse
     from kvrescue_eval.analysis.errors import AnalysisInputError
+    from kvrescue_eval.analysis.oracle import oracle_table
     from kvrescue_eval.analysis.runs import read_runs
     from kvrescue_eval.analysis.tables import all_tables
 
@@ -74,7 +75,7 @@ def run(args):
     try:
         runs = read_runs(args.runs, args.metric)
         analysis = analyse(runs)
-        tables = all_tables(analysis)
+        tables = all_tables(analysis) + [oracle_table(analysis)]  # Fig. 1(a), beside the recovery
         if args.reference == "paper":
             from kvrescue_eval.analysis.paper_comparison import paper_tables
             tables += paper_tables(analysis)

@@ -18,6 +18,10 @@ SCORERS = {
     "qwen-prm": ".qwen_prm:load_qwen_prm",
     "qwen-prm-vllm": ".vllm_prm:load_vllm_qwen_prm",
     "helper-logprob": ".helper_logprob:HelperLogProbScorer",
+    # reserved for testing the CI gate: selectors that pick by who proposed a candidate (sabotage.py)
+    "sabotage-first-helper": ".sabotage:first_helper",
+    "sabotage-first-base": ".sabotage:first_base",
+    "sabotage-random": ".sabotage:uniform_random",
 }
 
 # scorer -> the scorer that computes the same rewards on vLLM (what prm_backend=vllm selects)
