@@ -20,6 +20,10 @@ SCORERS = {
     "qwen-prm": {"hf": ".qwen_prm:load_qwen_prm", "vllm": ".vllm_prm:load_vllm_qwen_prm"},
     "qwen-prm-vllm": {"vllm": ".vllm_prm:load_vllm_qwen_prm"},  # the same rewards, on vLLM by name
     "helper-logprob": ".helper_logprob:HelperLogProbScorer",
+    # reserved for testing the CI gate: selectors that pick by who proposed a candidate (sabotage.py)
+    "sabotage-first-helper": ".sabotage:first_helper",
+    "sabotage-first-base": ".sabotage:first_base",
+    "sabotage-random": ".sabotage:uniform_random",
 }
 DEFAULT_BACKEND = "hf"  # of a scorer given as one factory
 
