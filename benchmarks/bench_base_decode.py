@@ -40,7 +40,7 @@ def decode_seconds(module, model, prompts, tokens):
         cache = module.make_evicting_cache(model, budget=BUDGET, buffer=BUFFER, method="rkv", attention="sdpa")
         model(input_ids=torch.tensor([prompt]), past_key_values=cache, use_cache=True, logits_to_keep=1)
         caches.append(cache.fork(ROWS // len(prompts)))
-    cache = caches[0] if len(caches) == 1 else type(caches[0]).concat(caches)
+    cache = caches[0] if len(caches) == 1 else type(caches[0]).gather([(c, None) for c in caches])
     start, wall = time.process_time(), time.perf_counter()
     for column in tokens.T:
         logits = model(input_ids=column[:, None], past_key_values=cache, position_ids=cache.next_positions(1),
