@@ -7,8 +7,8 @@ the three of model_adapters/scorers/sabotage.py. Each is judged by `kvrescue-eva
 
 - always the helper's first candidate: every committed step is the helper's (helper share 100%, above the
   band) and rescue is the helper alone at N = 1, not above the helper alone at N = 4 by the margin;
-- always the base's first candidate: no step from the helper (share 0%, below the band), and rescue is the
-  evicted base alone, not above bon;
+- always the base's first candidate: (almost) no step from the helper (below the band: a helper step only where
+  the detector aborted all N base candidates), and rescue is the evicted base alone, not above bon;
 - a uniformly random candidate: half the steps from a model that cannot write them, so rescue recovers less
   than the minimum of the eviction loss.
 """
@@ -81,8 +81,9 @@ def test_always_the_helper_fails_on_helper_share_and_margin(verdicts):
 def test_always_the_base_fails_on_helper_share_and_margin(verdicts):
     document, found = row(verdicts, "sabotage-first-base")
     assert not document["passed"]
-    assert found["helper_share"] == 0.0
-    assert "helper share 0.0% below" in found["verdict"]
+    # a helper step only where the detector aborted every base candidate (the pool then holds helper candidates only)
+    assert found["helper_share"] < document["criteria"]["helper_share"][0]
+    assert "% below" in found["verdict"]
     assert "not above both parents" in found["verdict"]
 
 
