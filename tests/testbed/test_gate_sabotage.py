@@ -15,6 +15,7 @@ the three of model_adapters/scorers/sabotage.py. Each is judged by `kvrescue-eva
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -26,9 +27,18 @@ REPO = Path(__file__).resolve().parents[2]
 LIMIT = int(os.environ.get("GATE_SABOTAGE_LIMIT", "30"))
 SCORERS = ("preset", "sabotage-first-helper", "sabotage-first-base", "sabotage-random")
 
+
+def task_version():
+    text = (REPO / "tasks" / "kv_recall" / "kv_recall.yaml").read_text()
+    return float(re.search(r"^\s+version:\s*([0-9.]+)", text, re.M).group(1))
+
+
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not (WEIGHTS_DIR / "base" / "config.json").is_file(),
-                                 reason="testbed weights not shipped (docs/testbed.md)")]
+                                 reason="testbed weights not shipped (docs/testbed.md)"),
+              # kv_recall 1.0: the helper alone solves every problem, so rescue under the real selector cannot
+              # beat it and is the always-helper selector's run (issue 20); the gate is for the testbed of 2.0 on
+              pytest.mark.skipif(task_version() < 2.0, reason="kv_recall < 2.0 has no complementary errors to gate")]
 
 
 @pytest.fixture(scope="module")
