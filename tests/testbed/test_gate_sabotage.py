@@ -7,14 +7,15 @@ the three of model_adapters/scorers/sabotage.py. Each is judged by `kvrescue-eva
 
 - always the helper's first candidate: every committed step is the helper's (helper share 100%, above the
   band) and rescue is the helper alone at N = 1, not above the helper alone at N = 4 by the margin;
-- always the base's first candidate: no step from the helper (share 0%, below the band), and rescue is the
-  evicted base alone, not above bon;
+- always the base's first candidate: (almost) no step from the helper (below the band: a helper step only where
+  the detector aborted all N base candidates), and rescue is the evicted base alone, not above bon;
 - a uniformly random candidate: half the steps from a model that cannot write them, so rescue recovers less
   than the minimum of the eviction loss.
 """
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -26,9 +27,18 @@ REPO = Path(__file__).resolve().parents[2]
 LIMIT = int(os.environ.get("GATE_SABOTAGE_LIMIT", "30"))
 SCORERS = ("preset", "sabotage-first-helper", "sabotage-first-base", "sabotage-random")
 
+
+def task_version():
+    text = (REPO / "tasks" / "kv_recall" / "kv_recall.yaml").read_text()
+    return float(re.search(r"^\s+version:\s*([0-9.]+)", text, re.M).group(1))
+
+
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not (WEIGHTS_DIR / "base" / "config.json").is_file(),
-                                 reason="testbed weights not shipped (docs/testbed.md)")]
+                                 reason="testbed weights not shipped (docs/testbed.md)"),
+              # kv_recall 1.0: the helper alone solves every problem, so rescue under the real selector cannot
+              # beat it and is the always-helper selector's run (issue 20); the gate is for the testbed of 2.0 on
+              pytest.mark.skipif(task_version() < 2.0, reason="kv_recall < 2.0 has no complementary errors to gate")]
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +91,9 @@ def test_always_the_helper_fails_on_helper_share_and_margin(verdicts):
 def test_always_the_base_fails_on_helper_share_and_margin(verdicts):
     document, found = row(verdicts, "sabotage-first-base")
     assert not document["passed"]
-    assert found["helper_share"] == 0.0
-    assert "helper share 0.0% below" in found["verdict"]
+    # a helper step only where the detector aborted every base candidate (the pool then holds helper candidates only)
+    assert found["helper_share"] < document["criteria"]["helper_share"][0]
+    assert "% below" in found["verdict"]
     assert "not above both parents" in found["verdict"]
 
 
