@@ -117,9 +117,13 @@ def _unpaired_reason(cell, comparisons):
     if waiting:  # it is an arm of a comparison that lacks another arm: say which
         return "; ".join(dict.fromkeys(c.status for c in waiting))
     s = cell.setting
-    looked_at = [c for c in comparisons if c.rescue.benchmark == cell.benchmark and c.rescue.setting.n == s.n
-                 and c.rescue.setting.base == s.base and (s.mode != "bon" or (c.rescue.setting.evictor, c.rescue.setting.budget) == (s.evictor, s.budget))
-                 and s.mode in ("bon", "full") and not c.complete]
+
+    def could_use(comp):  # a rescue run that this bon or full cell is the arm of, but for what it differs in
+        r = comp.rescue.setting
+        return (comp.rescue.benchmark == cell.benchmark and (r.n, r.base) == (s.n, s.base) and not comp.complete
+                and (s.mode == "full" or (s.mode == "bon" and (r.evictor, r.budget) == (s.evictor, s.budget))))
+
+    looked_at = [c for c in comparisons if could_use(c)]
     if looked_at:  # a rescue run could have used it, but it differs or is one of several: say so
         return "; ".join(dict.fromkeys(c.status for c in looked_at))
     if cell.setting.mode == "bon":

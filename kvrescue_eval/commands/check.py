@@ -31,9 +31,9 @@ def add_arguments(parser):
     parser.add_argument("--json", default=None, metavar="FILE",
                         help="also write the gate's table, criteria and verdict to FILE (JSON)")
     parser.add_argument("--arms-any-scorer", action="store_true",
-                        help="pair each rescue run with baseline arms whatever their scorer: a selector judged against fixed baselines "
-                             "(the testbed gate's sabotaged selectors and vLLM rescue); by default an arm that picks by "
-                             "a scorer (N > 1) must have the rescue's")
+                        help="pair each rescue run with baseline arms whatever their scorer: a selector judged "
+                             "against fixed baselines (the testbed gate's sabotaged selectors and vLLM rescue); by "
+                             "default an arm that picks by a scorer (N > 1) must have the rescue's")
     parser.add_argument("--metric", default=None,
                         help="accuracy metric of the tasks (default: each task's primary metric: exact_match_boxed, "
                              "the paper's 'boxed and correct', on the math benchmarks; pass_at_1 on kv_recall)")

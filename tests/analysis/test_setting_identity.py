@@ -44,6 +44,8 @@ def test_a_bon_run_that_differs_is_not_paired_and_says_why(tmp_path, field, resc
     (comparison,) = analysis.comparisons
     assert comparison.bon is None and comparison.recovery is None
     assert named in comparison.status and "they are not paired" in comparison.status
+    # the bon run is listed as unpaired with that reason, not as "no rescue run with this base ..."
+    assert [reason for cell, reason in analysis.unpaired if cell.setting.mode == "bon"] == [comparison.status]
 
 
 def test_the_arm_that_shares_the_rescues_settings_is_chosen(tmp_path):
