@@ -13,8 +13,9 @@ from contextlib import contextmanager
 
 import torch
 
+from kvrescue_eval.tasks.qwen_math_cot import SYSTEM_PROMPT as QWEN_SYSTEM  # the math tasks' own system turn
+
 QUICK = os.environ.get("KVRESCUE_BENCH_QUICK") == "1"
-QWEN_SYSTEM = "Please reason step by step, and put your final answer within \\boxed{}."
 
 
 def setup_threads() -> int:

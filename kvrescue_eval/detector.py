@@ -18,6 +18,8 @@ import gzip
 from collections import deque
 from dataclasses import dataclass
 
+from kvrescue_eval.bounds import refuse_below
+
 ENTROPY = "entropy"
 GZIP = "gzip"
 REASONS = (ENTROPY, GZIP)
@@ -32,12 +34,10 @@ class DetectorConfig:
     gzip_chars: int = 800
 
     def __post_init__(self):
-        limits = {"entropy_threshold": (0, "a number >= 0 (nats)"), "window": (1, "an integer >= 1"),
-                  "guard": (0, "an integer >= 0"), "gzip_threshold": (0, "a number >= 0"),
-                  "gzip_chars": (1, "an integer >= 1")}
-        for name, (lowest, valid) in limits.items():
-            if not getattr(self, name) >= lowest:  # also refuses nan
-                raise ValueError(f"detector {name}={getattr(self, name)!r} is invalid; valid: {valid}")
+        refuse_below("detector", self, {
+            "entropy_threshold": (0, "a number >= 0 (nats)"), "window": (1, "an integer >= 1"),
+            "guard": (0, "an integer >= 0"), "gzip_threshold": (0, "a number >= 0"),
+            "gzip_chars": (1, "an integer >= 1")})
 
 
 def gzip_ratio(text: str, chars: int = 800) -> float:

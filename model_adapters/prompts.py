@@ -41,3 +41,10 @@ def render_prompt(tokenizer, conversation) -> list[int]:
         text = "".join(f"{m['content']}\n\n" for m in messages)
         text = text.removesuffix("\n\n") if continued else text
     return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def problem_turns(system: str | None, question: str) -> list[dict]:
+    """The turns a scorer renders before the steps: the problem's system turn as its task wrote it (none
+    when it has none: the scorer's chat template then applies its own default) and the user turn."""
+    system_turn = [] if system is None else [{"role": "system", "content": system}]
+    return [*system_turn, {"role": "user", "content": question}]

@@ -7,10 +7,9 @@ weights, so the analysis maps such folders back to the packaged name before pair
 
 from pathlib import PurePath
 
-# Folder name of a converted packaged model -> the model name runs use. The SmolLM2 folder is named after
-# its GGUF file (model_adapters/model_files/smollm2.py: cache root / Path(GGUF_NAME).stem).
-PACKAGED_FOLDERS = {"SmolLM2-135M-Instruct.Q4_1": "smollm2"}
-TESTBED_WEIGHTS = ("testbed", "weights")  # model_adapters/testbed/weights/NAME is "testbed:NAME"
+from kvrescue_eval.packaged_models import SMOLLM2, SMOLLM2_FOLDER, TESTBED, TESTBED_WEIGHTS
+
+PACKAGED_FOLDERS = {SMOLLM2_FOLDER: SMOLLM2}  # folder name of a converted packaged model -> its name
 
 
 def model_identity(name):
@@ -23,5 +22,5 @@ def model_identity(name):
     if path.name in PACKAGED_FOLDERS:
         return PACKAGED_FOLDERS[path.name]
     if tuple(path.parts[-3:-1]) == TESTBED_WEIGHTS:
-        return "testbed:" + path.name
+        return TESTBED + path.name
     return text.rstrip("/\\") or text

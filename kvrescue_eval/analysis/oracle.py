@@ -20,12 +20,11 @@ Definitions (per task, on the analysis's accuracy metric, e.g. exact_match_boxed
   two are both large.
 """
 
-import json
 from dataclasses import dataclass
 
 from kvrescue_eval.analysis.comparisons import LIMITS
 from kvrescue_eval.analysis.errors import AnalysisInputError
-from kvrescue_eval.analysis.runs import samples_file
+from kvrescue_eval.analysis.runs import sample_records, samples_file
 from kvrescue_eval.analysis.tables import Table, percent
 
 
@@ -197,25 +196,18 @@ def _ids(docs):
 
 def _read_samples(path, metric):
     by_filter = {}
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise AnalysisInputError(path, f"line {number}", f"not valid JSON: {error}") from None
-            if metric not in record:
-                continue
-            verdicts = record[metric] if isinstance(record[metric], list) else [record[metric]]
-            if not verdicts or any(v not in (0, 1) or isinstance(v, str) for v in verdicts):
-                raise AnalysisInputError(path, f"line {number}: {metric}",
-                                         f"expected 0/1 verdicts per seed, got {record[metric]!r}")
-            doc = record.get("doc_id")
-            problems = by_filter.setdefault(record.get("filter"), {})
-            if doc in problems:
-                raise AnalysisInputError(path, f"line {number}: doc_id", f"doc_id {doc!r} appears twice")
-            problems[doc] = (record.get("doc_hash"), [float(v) for v in verdicts])
+    for number, record in sample_records(path):
+        if metric not in record:
+            continue
+        verdicts = record[metric] if isinstance(record[metric], list) else [record[metric]]
+        if not verdicts or any(v not in (0, 1) or isinstance(v, str) for v in verdicts):
+            raise AnalysisInputError(path, f"line {number}: {metric}",
+                                     f"expected 0/1 verdicts per seed, got {record[metric]!r}")
+        doc = record.get("doc_id")
+        problems = by_filter.setdefault(record.get("filter"), {})
+        if doc in problems:
+            raise AnalysisInputError(path, f"line {number}: doc_id", f"doc_id {doc!r} appears twice")
+        problems[doc] = (record.get("doc_hash"), [float(v) for v in verdicts])
     if len(by_filter) != 1:
         raise AnalysisInputError(path, metric, f"no record has per-problem verdicts of {metric!r}" if not by_filter
                                  else f"several filters report {metric}: {', '.join(map(str, by_filter))}")

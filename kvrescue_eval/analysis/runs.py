@@ -312,34 +312,41 @@ def samples_file(results_path, task):
     return candidate if candidate.exists() else None
 
 
-def per_seed_accuracies(samples_path, flt, repeats, n_docs, metric_names):
-    """Per-seed accuracy of each metric from the per-document verdict lists of a samples file."""
-    totals = {name: [0.0] * repeats for name in metric_names}
-    present = set()
-    docs = set()
-    with open(samples_path, encoding="utf-8") as handle:
+def sample_records(path):
+    """The records of a --log_samples file with their line numbers, blank lines skipped; a line that is not
+    JSON is refused, naming it."""
+    with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise AnalysisInputError(samples_path, f"line {number}", f"not valid JSON: {error}") from None
-            if record.get("filter") != flt:
+                raise AnalysisInputError(path, f"line {number}", f"not valid JSON: {error}") from None
+            yield number, record
+
+
+def per_seed_accuracies(samples_path, flt, repeats, n_docs, metric_names):
+    """Per-seed accuracy of each metric from the per-document verdict lists of a samples file."""
+    totals = {name: [0.0] * repeats for name in metric_names}
+    present = set()
+    docs = set()
+    for number, record in sample_records(samples_path):
+        if record.get("filter") != flt:
+            continue
+        docs.add(record.get("doc_id"))
+        for name in metric_names:
+            if name not in record:
                 continue
-            docs.add(record.get("doc_id"))
-            for name in metric_names:
-                if name not in record:
-                    continue
-                present.add(name)
-                verdicts = record[name] if isinstance(record[name], list) else [record[name]]
-                if len(verdicts) != repeats:
-                    raise AnalysisInputError(
-                        samples_path, f"line {number}: {name}",
-                        f"missing seeds: {len(verdicts)} per-seed verdicts for doc_id {record.get('doc_id')}, "
-                        f"the task has repeats={repeats}")
-                for seed, verdict in enumerate(verdicts):
-                    totals[name][seed] += float(verdict)
+            present.add(name)
+            verdicts = record[name] if isinstance(record[name], list) else [record[name]]
+            if len(verdicts) != repeats:
+                raise AnalysisInputError(
+                    samples_path, f"line {number}: {name}",
+                    f"missing seeds: {len(verdicts)} per-seed verdicts for doc_id {record.get('doc_id')}, "
+                    f"the task has repeats={repeats}")
+            for seed, verdict in enumerate(verdicts):
+                totals[name][seed] += float(verdict)
     if len(docs) != n_docs:
         raise AnalysisInputError(samples_path, "doc_id",
                                  f"{len(docs)} documents with filter {flt!r}, the results file counts {n_docs}")

@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 
 from kvrescue_eval import STEP_SEPARATOR  # noqa: F401 (re-exported for the engine)
+from kvrescue_eval.bounds import refuse_below
 from kvrescue_eval.detector import DetectorConfig
 
 
@@ -43,9 +44,8 @@ class EngineConfig:
     detector: DetectorConfig | None = field(default_factory=DetectorConfig)  # None: never abort
 
     def __post_init__(self):
-        for name in ("max_steps", "max_step_tokens", "max_context", "max_problems_in_flight"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        refuse_below("engine", self, {name: (1, "an integer >= 1") for name in (
+            "max_steps", "max_step_tokens", "max_context", "max_problems_in_flight")})
         if self.n_base < 0 or self.n_helper < 0 or self.n_base + self.n_helper == 0:
             raise ValueError(f"need n_base >= 0, n_helper >= 0 and at least one candidate per step; "
                              f"got n_base={self.n_base}, n_helper={self.n_helper}")

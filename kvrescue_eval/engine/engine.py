@@ -54,7 +54,6 @@ from kvrescue_eval.stats import STAT_KEYS
 
 BASE, HELPER = "base", "helper"
 ROLES = (BASE, HELPER)  # candidate order: base rows first, then the helper's
-DEFAULT_SYSTEM = ScoreRequest.__dataclass_fields__["system"].default
 
 
 @dataclass
@@ -69,8 +68,9 @@ class Problem:
         return next(m["content"] for m in reversed(self.conversation) if m["role"] == "user")
 
     @property
-    def system(self) -> str:
-        return next((m["content"] for m in self.conversation if m["role"] == "system"), DEFAULT_SYSTEM)
+    def system(self) -> str | None:
+        """The conversation's system turn (None without one): the task's prompt, which the scorer sees."""
+        return next((m["content"] for m in self.conversation if m["role"] == "system"), None)
 
 
 @dataclass

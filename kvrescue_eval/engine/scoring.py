@@ -5,7 +5,7 @@ steps. `key` identifies one trajectory (problem and repeat) so a scorer may cach
 prefix across calls; the engine calls `release(key)` when the trajectory is finished.
 """
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Hashable, Protocol, Sequence
 
 
@@ -15,7 +15,9 @@ class ScoreRequest:
     question: str
     steps: Sequence[str]          # committed steps so far, without the "\n\n" separators
     candidates: Sequence[str]     # candidate next steps, without a trailing "\n\n"
-    system: str = field(default="Please reason step by step, and put your final answer within \\boxed{}.")
+    # the system turn of the problem's own conversation, as the task wrote it; None when it has none
+    # (the scorer then renders no system turn, so its chat template's own default applies)
+    system: str | None = None
     # who proposed each candidate ("base" or "helper"), in the candidates' order; a scorer of the text alone
     # (every real one) ignores it; the sabotaged selectors that test the CI gate read it (scorers/sabotage.py)
     roles: Sequence[str] = ()

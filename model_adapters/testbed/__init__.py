@@ -2,7 +2,9 @@
 
 from pathlib import Path
 
-WEIGHTS_DIR = Path(__file__).parent / "weights"
+from kvrescue_eval.packaged_models import TESTBED_WEIGHTS
+
+WEIGHTS_DIR = Path(__file__).parents[1].joinpath(*TESTBED_WEIGHTS)
 MODELS = ("base", "helper", "prm")
 
 

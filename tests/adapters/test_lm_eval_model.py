@@ -1,6 +1,7 @@
 """The `kvrescue` lm-eval model in process: model_args validation, conversations, responses, run info."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -148,3 +149,29 @@ def test_rescue_with_a_qwen_prm_checkpoint(tiny_folder, prm_folder):
     info = lm.get_model_info()["kvrescue"]
     assert (info["scorer"], info["prm"]) == ("qwen-prm", prm_folder)
     assert 1 <= response.stats["steps"] <= 2 and response.stats["helper_tokens"] > 0
+
+
+def prm_inputs_of(lm, monkeypatch, conversation):
+    """Every text the PRM is given (rendered, before tokenization) while `lm` answers one chat request."""
+    from kvrescue_eval.model_adapters.scorers.qwen_prm import QwenPRMScorer
+
+    seen, render = [], QwenPRMScorer.render
+    monkeypatch.setattr(QwenPRMScorer, "render", lambda self, *a: seen.append(render(self, *a)) or seen[-1])
+    lm.generate_until([Request(lm.apply_chat_template(conversation))], disable_tqdm=True)
+    return seen
+
+
+def test_the_prm_reads_the_tasks_own_system_prompt_and_no_default(tiny_folder, prm_folder, monkeypatch):
+    """A user task's system turn (lm-eval's `description`) is the PRM's system turn; a problem without one
+    gives the PRM none (the engine adds no prompt of its own). The tiny template writes `<|role|>content\\n`."""
+    lm = make_lm(base=tiny_folder, helper=tiny_folder, prm=prm_folder, n=2, budget=16, buffer=8, max_steps=2,
+                 max_step_tokens=6, device="cpu")
+    own = [{"role": "system", "content": "Answer with one number."}, {"role": "user", "content": "What is 2 + 3?"}]
+    steps = r"([^\n]|\n(?!$))*"  # the assistant turn: no step (the committed prefix) or steps, each ended by the tag
+    inputs = prm_inputs_of(lm, monkeypatch, own)
+    assert inputs and all(re.fullmatch(rf"<\|system\|>Answer with one number\.\n<\|user\|>What is 2 \+ 3\?\n"
+                                       rf"<\|assistant\|>({steps}<extra_0>)?\n", text) for text in inputs)
+    assert any("<extra_0>" in text for text in inputs)
+    inputs = prm_inputs_of(lm, monkeypatch, own[1:])
+    assert inputs and all(re.fullmatch(rf"<\|user\|>What is 2 \+ 3\?\n<\|assistant\|>({steps}<extra_0>)?\n", text)
+                          for text in inputs)

@@ -103,7 +103,7 @@ def test_prm_rewards_match_a_direct_forward(prm_checkpoint):
     folder, config, tensors = prm_checkpoint
     scorer = build_scorer("qwen-prm", path=str(folder), dtype="float32")
     for steps in ([], STEPS[:2]):
-        [scores] = scorer.score([ScoreRequest("k", QUESTION, steps, CANDIDATES)])
+        [scores] = scorer.score([ScoreRequest("k", QUESTION, steps, CANDIDATES, SYSTEM)])
         expected = [reference_rewards(folder, config, tensors, [*steps, c])[-1] for c in CANDIDATES]
         assert scores == pytest.approx(expected, abs=1e-5)
     assert max(scores) - min(scores) > 1e-2  # the comparison can tell candidates apart
@@ -130,7 +130,7 @@ def test_prefix_cached_rewards_equal_full_rescoring_over_commits_and_keys(prm_ch
     history, seen = {"a": [], "b": [], "c": []}, set()
     rounds = [("a", "b"), ("a", "b", "c"), ("b",), ("a", "c"), ("a", "b", "c")]
     for n, keys in enumerate(rounds):
-        requests = [ScoreRequest(key, f"{QUESTION} ({key})", list(history[key]), CANDIDATES[n % 2:])
+        requests = [ScoreRequest(key, f"{QUESTION} ({key})", list(history[key]), CANDIDATES[n % 2:], SYSTEM)
                     for key in keys]
         before = counter.tokens
         got = cached.score(requests)
@@ -143,7 +143,7 @@ def test_prefix_cached_rewards_equal_full_rescoring_over_commits_and_keys(prm_ch
         for key in keys:
             history[key].append(STEPS[(n + len(history[key])) % len(STEPS)])
     history["b"] = ["A different history.", *STEPS[:1]]  # a mismatch: recompute from the divergence
-    request = ScoreRequest("b", f"{QUESTION} (b)", history["b"], CANDIDATES)
+    request = ScoreRequest("b", f"{QUESTION} (b)", history["b"], CANDIDATES, SYSTEM)
     assert cached.score([request]) == [pytest.approx(s, abs=1e-4) for s in full.score([request])]
     expected = reference_rewards(folder, config, tensors, [*history["b"], CANDIDATES[0]], f"{QUESTION} (b)")[-1]
     assert cached.score([request])[0][0] == pytest.approx(expected, abs=1e-4)
@@ -191,7 +191,7 @@ def test_helper_logprob_equals_a_plain_forward_over_commits(helper):
     full = build_scorer("helper-logprob", model=model, tokenizer=tokenizer, use_prefix_cache=False)
     history = {"a": [], "bbbbb": []}  # questions of different lengths, scored in one call
     for n in range(4):
-        requests = [ScoreRequest(key, f"{QUESTION} {key}", list(steps), CANDIDATES) for key, steps in history.items()]
+        requests = [ScoreRequest(key, f"{QUESTION} {key}", list(steps), CANDIDATES, SYSTEM) for key, steps in history.items()]
         got = cached.score(requests)
         expected = [[reference_mean_logprob(model, tokenizer, r.question, r.steps, c) for c in CANDIDATES]
                     for r in requests]
@@ -214,7 +214,7 @@ def test_identical_candidates_run_once_and_score_the_same(prm_checkpoint, helper
         for candidates in ([a, b], [a, b, a, b, a]):
             scorer = build()
             counter = scorer.cache.model = CountingModel(scorer.cache.model)
-            [scores] = scorer.score([ScoreRequest("k", QUESTION, STEPS[:1], candidates)])
+            [scores] = scorer.score([ScoreRequest("k", QUESTION, STEPS[:1], candidates, SYSTEM)])
             tokens.append(counter.tokens)
         assert tokens[0] == tokens[1]  # the repeats ran no rows
         assert scores[0] == scores[2] == scores[4] and scores[1] == scores[3]  # bit for bit

@@ -45,7 +45,7 @@ def test_prefixed_model_args_land_on_their_objects_and_read_back():
 def test_the_core_objects_check_their_fields_and_the_message_names_the_model_arg():
     with pytest.raises(ValueError, match=r"model_arg\(s\) top_p=1.5: top_p must be in \(0, 1\]"):
         parse_model_args({**MODELS, "top_p": 1.5})
-    with pytest.raises(ValueError, match=r"max_step_tokens=0: max_step_tokens must be >= 1"):
+    with pytest.raises(ValueError, match=r"max_step_tokens=0: engine max_step_tokens=0 is invalid; valid: an integer >= 1"):
         parse_model_args({**MODELS, "max_step_tokens": 0})
     with pytest.raises(ValueError, match=r"detector_gzip_chars=0: detector gzip_chars=0 is invalid; valid: an integer >= 1"):
         parse_model_args({**MODELS, "detector_gzip_chars": 0})
