@@ -48,7 +48,11 @@ def build_components(args: ModelArgs):
 
     backends = args.backends
     base = helper = scorer = None
-    if n_base and backends["base"] == "vllm":
+    if n_base and backends["base"] == "vllm" and args.evicts:   # the evicted base inside vLLM
+        from .vllm.evicted_base.builder import evicted_base_policy
+
+        base = evicted_base_policy(model_folder(args.base), args, vllm_settings("base"), sampling)
+    elif n_base and backends["base"] == "vllm":
         base = vllm_policy(args.base, "base")
     elif n_base:
         eviction = EvictionSchedule(args.eviction, args.budget, args.buffer, args.window) if args.evicts else None

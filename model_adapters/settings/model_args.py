@@ -75,7 +75,7 @@ class ModelArgs:
     # Run journal (docs/resume.md): finished problems on disk, so a rerun resumes. Default: beside
     # lm-eval's --output_path when given; "off": none. Not part of a result's identity.
     journal: str | None = None
-    # Which library runs each role. The base evicts, which vLLM cannot: base_backend=vllm needs mode full.
+    # Which library runs each role. base_backend=vllm with an evicting base: model_adapters/vllm/evicted_base.
     helper_backend: str = "hf"
     prm_backend: str = "hf"         # for scorer=qwen-prm
     base_backend: str = "hf"
@@ -338,9 +338,6 @@ def validate_backends(args: ModelArgs) -> None:
     for name in ("helper_backend", "prm_backend", "base_backend"):
         if getattr(args, name) not in BACKENDS:
             bad(name, ", ".join(BACKENDS))
-    if args.backends.get("base") == "vllm" and args.evicts:
-        bad("base_backend", f"hf in mode {args.mode} (vLLM has no per-request KV eviction); "
-                            f"vllm only for a base that keeps its full KV cache (mode full)")
     if args.prm_backend == "vllm" and args.scorer not in VLLM_VARIANTS:
         bad("prm_backend", f"hf with scorer={args.scorer} (prm_backend=vllm serves "
                            f"{', '.join(f'scorer={name}' for name in VLLM_VARIANTS)})")
