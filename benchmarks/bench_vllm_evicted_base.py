@@ -10,6 +10,11 @@ prompts cut to PROMPT tokens, so both backends batch the same rows without paddi
 each, EOS ignored. Tokens per second count the decoded tokens over the wall time of the decode (the prompt
 forward timed apart). vllm_evicted_vs_full_kv: the same vLLM evicted decode over vLLM's full-KV decode of
 the same model and rows (its stock attention and paged KV).
+
+rescue_all_vllm_vs_mix: problems per minute of the whole `kvrescue` model in mode rescue on the kv_recall
+testbed (preset recall-cpu, greedy, PROBLEMS test problems), with the base and the helper on vLLM over today's
+mix (helper on vLLM, base on transformers); the scorer (helper-logprob, which has no vLLM variant) is on
+transformers in both. Engine start-up is excluded (the first call times a warm-up problem apart).
 """
 
 import json
@@ -85,6 +90,32 @@ def vllm_decode(folder, prompts, evicted: bool) -> tuple[float, float]:
     return prompt_seconds, total - prompt_seconds
 
 
+PROBLEMS = sizes(16, 2)
+
+
+class Request:
+    """What lm-eval hands `generate_until` for kv_recall (as tests/vllm/test_vllm_engine.py's)."""
+
+    def __init__(self, doc):
+        from kvrescue_eval.tasks.kv_recall.utils import conversation
+
+        self.args = (doc["system"] + doc["question"], {"until": []})
+        self.doc = {"messages": conversation(doc)}
+
+
+def rescue_problems_per_minute(**backends) -> tuple[float, list]:
+    from kvrescue_eval.model_adapters.lm_eval.model import KVRescueLM
+    from kvrescue_eval.tasks.kv_recall.utils import read_split
+
+    docs = read_split("test")
+    lm = KVRescueLM(preset="recall-cpu", temperature=0, device="cpu", vllm_kv_cache_memory_bytes=256 << 20,
+                    vllm_max_model_len=1024, **backends)
+    lm.generate_until([Request(docs[-1])], disable_tqdm=True)          # loads the models, starts the engines
+    begin = time.perf_counter()
+    results = lm.generate_until([Request(doc) for doc in docs[:PROBLEMS]], disable_tqdm=True)
+    return 60 * PROBLEMS / (time.perf_counter() - begin), [str(r) for r in results]
+
+
 def main():
     threads = setup_threads()
     try:
@@ -107,9 +138,15 @@ def main():
               "tokens_per_s": {name: round(rate, 2) for name, rate in rates.items()},
               "prompt_seconds": {"transformers_evicted": round(hf_prompt, 3), "vllm_evicted": round(evicted_prompt, 3),
                                  "vllm_full_kv": round(full_prompt, 3)}}
+    all_vllm, all_texts = rescue_problems_per_minute(base_backend="vllm", helper_backend="vllm")
+    mix, mix_texts = rescue_problems_per_minute(helper_backend="vllm")
+    rescue = {"preset": "recall-cpu", "mode": "rescue", "temperature": 0, "problems": PROBLEMS,
+              "problems_per_min": {"base_and_helper_on_vllm": round(all_vllm, 2), "helper_on_vllm": round(mix, 2)},
+              "same_trajectories": all_texts == mix_texts, "scorer": "helper-logprob on transformers"}
     records = [record("vllm_base_decode_speedup", rates["vllm_evicted"] / rates["transformers_evicted"], "x",
                       detail=detail),
-               record("vllm_evicted_vs_full_kv", rates["vllm_evicted"] / rates["vllm_full_kv"], "x", detail=detail)]
+               record("vllm_evicted_vs_full_kv", rates["vllm_evicted"] / rates["vllm_full_kv"], "x", detail=detail),
+               record("rescue_all_vllm_vs_mix", all_vllm / mix, "x", detail=rescue)]
     show(records)
     if os.environ.get("KVRESCUE_BENCH_QUICK") != "1":
         RESULTS.parent.mkdir(exist_ok=True)

@@ -41,9 +41,10 @@ def test_backends_and_vllm_settings_parse():
         assert parse_model_args(dict(RESCUE, mode=mode, base_backend="vllm")).backends["base"] == "vllm"
 
 
-def test_paper_presets_run_helper_and_prm_on_vllm_and_the_cpu_ones_on_transformers():
+def test_paper_presets_run_every_role_on_vllm_and_the_cpu_ones_on_transformers():
     for preset in ("paper-7b", "paper-72b"):
-        assert parse_model_args({"preset": preset}).backends == {"base": "hf", "helper": "vllm", "prm": "vllm"}
+        assert parse_model_args({"preset": preset}).backends == {"base": "vllm", "helper": "vllm", "prm": "vllm"}
+        assert parse_model_args({"preset": preset, "base_backend": "hf"}).backends["base"] == "hf"
     assert set(parse_model_args({"preset": "smollm2-cpu"}).backends.values()) == {"hf"}
     assert set(parse_model_args({"preset": "recall-cpu"}).backends.values()) == {"hf"}
 

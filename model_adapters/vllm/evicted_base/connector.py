@@ -79,6 +79,12 @@ class EvictedStateConnector(KVConnectorBase_V1, SupportsHMA):
         self.copies.append((self.parked[source][1], blocks.get_block_ids()))
 
     def build_connector_meta(self, scheduler_output):
+        preempted = getattr(scheduler_output, "preempted_req_ids", None)
+        if preempted:
+            raise RuntimeError(f"vLLM preempted {len(preempted)} evicted-base request(s) for lack of KV-cache "
+                               "blocks; preemption recomputes a request from its tokens as one prompt, another "
+                               "state than the evicted one it had: raise vllm_kv_cache_memory_bytes (or "
+                               "vllm_gpu_memory_utilization) or lower max_problems_in_flight")
         meta = EvictedStateMetadata(self.copies, self.releases)
         self.copies, self.releases = [], []
         return meta

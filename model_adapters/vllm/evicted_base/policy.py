@@ -55,6 +55,7 @@ class VLLMEvictedPolicy:
         self.connector = scheduler_connector(llm)
         self.tokenizer, self.tokenizer_key = tokenizer, tokenizer_fingerprint(tokenizer)
         self.eos_token_ids = eos_token_ids
+        self.ignore_eos = False    # benchmarks of fixed work: EOS never ends a row
         self.max_model_len = self.engine.model_config.max_model_len
         self.committed: dict[Hashable, Committed] = {}
         self.rows: dict[str, Row] = {}
@@ -144,6 +145,7 @@ class VLLMEvictedPolicy:
         return VLLMSamplingParams(
             n=1, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=seed, max_tokens=max_tokens,
             detokenize=False, skip_special_tokens=False, stop_token_ids=sorted(self.eos_token_ids),
+            ignore_eos=self.ignore_eos,
             output_kind=_delta(), extra_args={"kv_transfer_params": transfer, ROW_ARG: handle})
 
     def _update_states(self, keys) -> dict:
