@@ -10,7 +10,7 @@ another N is never used in its place):
   or a full run whose model is the helper, e.g. a stock `--model hf` run when N = 1).
 Arms must also share the rescue's step and context limits (max_steps, max_step_tokens, max_context)
 when they record them. Recovery = (A_rescue - A_bon) / (A_full - A_bon) on the chosen accuracy metric
-(default exact_match_boxed); undefined when A_full == A_bon. A comparison with a missing arm is
+(default: the task's primary metric, exact_match_boxed on the math benchmarks); undefined when A_full == A_bon. A comparison with a missing arm is
 reported incomplete, naming the arm and the exact lm_eval command that would produce it.
 """
 
@@ -30,6 +30,7 @@ class Cell:
     setting: object
     benchmark: str
     runs: list
+    metric: str        # the accuracy metric of `accuracy`
     accuracy: object   # SeedSummary of the chosen metric
     metrics: dict      # accuracy metric name -> SeedSummary (those every run of the cell reports)
     stats: dict
@@ -78,7 +79,7 @@ class Analysis:
     cells: list
     comparisons: list
     unpaired: list  # (cell, reason) for cells that no complete comparison uses
-    metric: str = "exact_match_boxed"
+    metric: str = "exact_match_boxed"  # the cells' accuracy metric, or which metric each benchmark's is
     superseded: list = field(default_factory=list)  # reruns.Superseded: older results a newer one replaces
 
 
@@ -88,9 +89,18 @@ def analyse(runs):
     comparisons = [compare(cell, cells) for cell in cells if cell.setting.mode == "rescue"]
     used = {id(c) for comp in comparisons if comp.complete for c in (comp.rescue, comp.bon, comp.full, comp.helper)}
     unpaired = [(cell, _unpaired_reason(cell, comparisons)) for cell in cells if id(cell) not in used]
-    metrics = {run.metric for run in runs}
-    return Analysis(cells, comparisons, unpaired, metrics.pop() if len(metrics) == 1 else "exact_match_boxed",
-                    superseded)
+    return Analysis(cells, comparisons, unpaired, metric_description(cells), superseded)
+
+
+def metric_description(cells):
+    """The accuracy metric of the cells: its name when they share one, else which is whose."""
+    by_metric = defaultdict(set)
+    for cell in cells:
+        by_metric[cell.metric].add(cell.benchmark)
+    if len(by_metric) <= 1:
+        return next(iter(by_metric), "exact_match_boxed")
+    return "each task's primary metric (" + "; ".join(
+        f"{metric}: {', '.join(sorted(benches))}" for metric, benches in sorted(by_metric.items())) + ")"
 
 
 def _unpaired_reason(cell, comparisons):
@@ -128,7 +138,8 @@ def build_cells(runs, superseded=None):
                 stats[key] = sum(values) / len(values)
         metrics = {name: pool(t.metrics[name] for t in tasks) for name in tasks[0].metrics
                    if all(name in t.metrics for t in tasks)}
-        cells.append(Cell(setting, benchmark, [run for run, _ in members], pool(t.accuracy for t in tasks),
+        cells.append(Cell(setting, benchmark, [run for run, _ in members], tasks[0].metric,
+                          pool(t.accuracy for t in tasks),
                           metrics, stats, tasks[0].version, tasks[0].config_sha256, tasks[0].n_samples))
     cells.sort(key=lambda c: (c.setting.sort_key(), c.benchmark))
     return cells
@@ -142,6 +153,10 @@ def _check_consistency(members):
             first[task.benchmark] = (run, task)
             continue
         other_run, other = first[task.benchmark]
+        if task.metric != other.metric:
+            raise AnalysisInputError(run.path, f"results.{task.task}",
+                                     f"{task.benchmark}: accuracy read as {task.metric} here, as {other.metric} in "
+                                     f"{other_run.path}; pass one --metric for both")
         if task.version != other.version:
             raise AnalysisInputError(run.path, f"versions.{task.task}",
                                      f"mixed task versions: {task.version!r} here, {other.version!r} in "

@@ -132,7 +132,7 @@ def oracle_table(analysis):
             continue
         paired.add((id(comp.bon), id(comp.helper)))
         s = comp.rescue.setting
-        rows.append(_oracle_row(comp.bon, comp.helper, comp.full, analysis.metric, scorer=s.scorer,
+        rows.append(_oracle_row(comp.bon, comp.helper, comp.full, comp.bon.metric, scorer=s.scorer,
                                 detector=s.detector, rescue=comp.rescue.accuracy.mean, recovery=comp.recovery))
     cells = analysis.cells
     for bon in (c for c in cells if c.setting.mode == "bon" and c.setting.detector == "off"):
@@ -140,7 +140,7 @@ def oracle_table(analysis):
             if (id(bon), id(helper)) not in paired:
                 fulls = [c for c in cells if c.setting.mode == "full" and c.setting.base == bon.setting.base
                          and c.setting.detector == "off" and _pairs(bon, c)]
-                rows.append(_oracle_row(bon, helper, fulls[0] if len(fulls) == 1 else None, analysis.metric))
+                rows.append(_oracle_row(bon, helper, fulls[0] if len(fulls) == 1 else None, bon.metric))
     formats = {col: percent for col in ("bon", "helper_alone", "full", "oracle", "oracle_recovery", "rescue",
                                         "recovery", "bon_only", "helper_only", "both", "neither")}
     return Table("oracle", f"Fig. 1(a): per-problem oracle between evicted best-of-N and the helper alone (same N), "

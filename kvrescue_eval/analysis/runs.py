@@ -11,9 +11,11 @@ detector. It serves as the full-KV reference of that model when it is the base, 
 reference when it is the helper. Model names are canonicalised (analysis/model_identity.py), so a stock
 run on the converted SmolLM2 folder is a run of `smollm2`.
 
-Accuracy: `metric` (default `exact_match_boxed`, the paper's "boxed and correct") is the accuracy that
-recovery, the Table 5 layout and the gate use; the other accuracy metrics a task reports
-(ACCURACY_METRICS) are read beside it. Seed spreads are population standard deviations (ddof 0).
+Accuracy: `metric` is the accuracy that recovery, the Table 5 layout and the gate use; by default (None)
+each task's primary metric: that of its row in the benchmark table (exact_match_boxed, the paper's "boxed
+and correct", on the math benchmarks), else the first of the task's `metric_list` (pass_at_1 on the
+kv_recall testbed). The other accuracy metrics a task reports (ACCURACY_METRICS) are read beside it.
+Seed spreads are population standard deviations (ddof 0).
 
 The detector of a kvrescue run is the recorded `detector` ("on"/"off"); runs written before that was
 recorded ran with the detector on in every mode, which is what they are read as.
@@ -25,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvrescue_eval import benchmarks
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.model_identity import model_identity
@@ -32,12 +35,9 @@ from kvrescue_eval.analysis.seeds import SeedSummary
 from kvrescue_eval.engine.config import MODES
 from kvrescue_eval.stats import STAT_KEYS
 
-DEFAULT_METRIC = "exact_match_boxed"
 # Accuracy metrics of our math tasks, read beside the chosen one when a task reports them.
 ACCURACY_METRICS = ("exact_match_boxed", "exact_match", "exact_match_strict")
 ENGINE_STATS = STAT_KEYS + ("degenerated",)
-# lm-eval task name -> benchmark name; other tasks keep their own name.
-BENCHMARK_OF_TASK = {"aime24_qwen": "aime24", "gsm8k_qwen": "gsm8k"}
 _DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 _STOCK_MODEL_KEYS = ("pretrained", "model", "path", "engine")
 
@@ -68,6 +68,7 @@ class Setting:
 class TaskResult:
     task: str
     benchmark: str
+    metric: str            # the accuracy metric read as its accuracy
     version: object
     config_sha256: str
     n_samples: int
@@ -85,7 +86,7 @@ class Run:
     tasks: dict = field(default_factory=dict)  # task name -> TaskResult
     model_info: dict = field(default_factory=dict)
     config: dict = field(default_factory=dict)  # results["config"] as lm-eval wrote it
-    metric: str = DEFAULT_METRIC
+    metric: str | None = None  # the metric asked for; None: each task's primary metric
     date: float | None = None  # lm-eval's recorded start of the run (seconds since the epoch)
 
     @property
@@ -119,11 +120,24 @@ def find_results_files(paths):
     return found
 
 
-def read_runs(paths, metric=DEFAULT_METRIC):
+def read_runs(paths, metric=None):
     return [read_run(p, metric) for p in find_results_files(paths)]
 
 
-def read_run(results_path, metric=DEFAULT_METRIC):
+def primary_metric(task, task_config):
+    """The accuracy a task is judged by: its benchmark table row's metric, else the first metric of its
+    `metric_list` (as lm-eval records the task's config), else None."""
+    row = benchmarks.of_task(task)
+    if row is not None:
+        return row.metric
+    for entry in (task_config or {}).get("metric_list") or ():
+        name = entry.get("metric") if isinstance(entry, dict) else None
+        if isinstance(name, str):
+            return name
+    return None
+
+
+def read_run(results_path, metric=None):
     results_path = Path(results_path)
     data = load_json_object(results_path)
     results = _require(data, "results", dict, results_path)
@@ -133,17 +147,21 @@ def read_run(results_path, metric=DEFAULT_METRIC):
               model_info=config.get("kvrescue") or {}, config=config, metric=metric,
               date=data["date"] if isinstance(data.get("date"), (int, float)) else None)
     groups = {name for name, children in (data.get("group_subtasks") or {}).items() if children}
+    configs = data.get("configs") or {}
     for task, metrics in results.items():
         if task in groups or not isinstance(metrics, dict):
             continue
-        if not any(key.startswith(metric + ",") for key in metrics):
+        chosen = metric or primary_metric(task, configs.get(task))
+        if chosen is None or not any(key.startswith(chosen + ",") for key in metrics):
             continue
-        run.tasks[task] = _read_task(data, task, metrics, metric, results_path)
+        run.tasks[task] = _read_task(data, task, metrics, chosen, results_path)
     if not run.tasks:
         reported = sorted({key.split(",")[0] for metrics in results.values() if isinstance(metrics, dict)
                            for key in metrics if "," in key and not key.split(",")[0].endswith(("_stderr", "_seed_std"))})
+        asked = (f"the metric {metric!r}" if metric else "its primary metric (" + ", ".join(
+            f"{task}: {primary_metric(task, configs.get(task)) or 'none recorded'}" for task in results) + ")")
         raise AnalysisInputError(results_path, "results",
-                                 f"no task reports the metric {metric!r} (tasks: {', '.join(results) or 'none'}; "
+                                 f"no task reports {asked} (tasks: {', '.join(results) or 'none'}; "
                                  f"their metrics: {', '.join(reported) or 'none'}); choose one with --metric")
     return run
 
@@ -214,9 +232,15 @@ def _read_task(data, task, metrics, metric, path):
     stats = {key: float(metrics[f"{key},{flt}"]) for key in ENGINE_STATS
              if isinstance(metrics.get(f"{key},{flt}"), (int, float))}
     task_config = (data.get("configs") or {}).get(task, {})
-    return TaskResult(task=task, benchmark=BENCHMARK_OF_TASK.get(task, task),
+    return TaskResult(task=task, benchmark=benchmark_of_task(task), metric=metric,
                       version=(data.get("versions") or {}).get(task), config_sha256=config_sha256(task_config),
                       n_samples=n_samples, accuracy=summaries[metric], metrics=summaries, stats=stats)
+
+
+def benchmark_of_task(task):
+    """The benchmark an lm-eval task runs (the benchmark table's name for it); other tasks keep their own name."""
+    row = benchmarks.of_task(task)
+    return row.name if row else task
 
 
 def config_sha256(task_config):

@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 
 from kvrescue_eval.fingerprint import folder_fingerprint
-from kvrescue_eval.journal import Journal
+from kvrescue_eval.journal import Journal, check_path
 
 from ..model_files.locate import model_folder
 from ..settings.model_args import ModelArgs
@@ -107,12 +107,21 @@ def identity_hash(value: dict) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 
+def check_journal(args: ModelArgs) -> None:
+    """Refuses a model_arg journal=PATH that cannot be a journal (kvrescue_eval.journal.check_path), when the
+    model is made: before any model file is read or loaded. Its identity is checked when it is opened."""
+    if args.journal is not None and str(args.journal).lower() not in OFF:
+        check_path(args.journal)
+
+
 def open_journal(args: ModelArgs, device: str, requests_fingerprint: str, *, rank: int = 0,
                  world_size: int = 1) -> Journal | None:
-    """The journal of this run, opened (resumable entries loaded), or None when there is none."""
+    """The journal of this run, opened (resumable entries loaded), or None when there is none. The model
+    opens it before it loads the models, so a refused journal costs no loading."""
     chosen = args.journal
     if chosen is not None and str(chosen).lower() in OFF:
         return None
+    check_journal(args)  # before the models' fingerprints are read
     output = None if chosen is not None else lm_eval_output_path()
     if chosen is None and not output:
         return None

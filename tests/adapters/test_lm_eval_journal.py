@@ -68,6 +68,27 @@ def test_a_journal_of_other_model_args_is_refused_naming_them(tmp_path, tiny_fol
     assert "model_args.budget: journal has 16, this run has 32" in str(error.value)
     assert "model_args.seed: journal has 0, this run has 3" in str(error.value)
     assert journal.read_bytes() == before
+    assert lm.config is None and lm.base is None  # refused before the models loaded
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p.mkdir(), "is a folder"),
+    (lambda p: p.write_text('{"results": {}}\n'), "not a kvrescue journal"),
+])
+def test_a_journal_path_that_cannot_be_one_is_refused_before_any_model_file_is_read(tmp_path, tiny_folder, make,
+                                                                                     message, monkeypatch):
+    import builtins
+
+    path = tmp_path / "journal.jsonl"
+    make(path)
+    opened = []
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda file, *a, **k: opened.append(str(file)) or real_open(file, *a, **k))
+    with pytest.raises(JournalError, match=message):
+        make_lm(tiny_folder, journal=str(path))  # the model is made, nothing is generated
+    assert not [name for name in opened if name.startswith(tiny_folder)]  # no config, weights or tokenizer file
+    make_lm(tiny_folder, journal="off").generate_until(requests(1), disable_tqdm=True)
+    assert str(Path(tiny_folder) / "config.json") in opened  # the control: loading is seen reading them
 
 
 @pytest.mark.parametrize("argv, expected", [

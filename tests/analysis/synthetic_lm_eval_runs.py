@@ -65,6 +65,8 @@ def write_run(output_path, tasks, *, model="kvrescue", model_args="base=org/Base
             metrics[f"{key}_stderr,none"] = "N/A"
         results[task] = metrics
         configs[task] = {"task": task, "output_type": "generate_until", "repeats": repeats,
+                         "metric_list": [{"metric": name, "aggregation": "mean", "higher_is_better": True}
+                                         for name in tables],
                          "metadata": {"version": (versions or {}).get(task, 1.0)}}
         n_samples[task] = {"original": len(verdicts), "effective": len(verdicts)}
         samples[task] = []
