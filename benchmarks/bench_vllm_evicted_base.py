@@ -5,7 +5,7 @@ own full-KV decode of that model.
 
 vllm_base_decode_speedup: decode tokens per second of the vLLM evicted base (model_adapters/vllm/evicted_base)
 over the transformers evicted base (`EvictingCache`, every row in one forward pass), SmolLM2-135M-Instruct in
-float32, R-KV, budget 128, buffer 64: ROWS rows of one prompt length (the pinned GSM8K questions' rendered
+float32, R-KV, budget 64, buffer 32: ROWS rows of one prompt length (the pinned GSM8K questions' rendered
 prompts cut to PROMPT tokens, so both backends batch the same rows without padding), DECODE greedy tokens
 each, EOS ignored. Tokens per second count the decoded tokens over the wall time of the decode (the prompt
 forward timed apart). vllm_evicted_vs_full_kv: the same vLLM evicted decode over vLLM's full-KV decode of
@@ -28,9 +28,9 @@ import torch  # noqa: E402
 from bench_common import fail, gsm8k_conversations, load_smollm2_sdpa, setup_threads, show, sizes  # noqa: E402
 from records import machine, record  # noqa: E402
 
-ROWS, PROMPT = sizes(8, 2), 96
+ROWS, PROMPT = sizes(8, 2), 48
 DECODE = sizes(256, 32)
-BUDGET, BUFFER, METHOD = 128, 64, "rkv"
+BUDGET, BUFFER, METHOD = 64, 32, "rkv"
 RESULTS = Path(__file__).resolve().parent / "results" / "vllm_evicted_base.json"
 
 
@@ -44,7 +44,7 @@ def rows(tokenizer) -> list[list[int]]:
     return [p[:PROMPT] for p in prompts]
 
 
-def transformers_decode(model, prompts) -> tuple[float, float]:
+def transformers_decode(model, prompts, decode: int = DECODE) -> tuple[float, float]:
     """(prompt seconds, decode seconds) of the transformers evicted base, all rows in one batch."""
     from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
 
@@ -55,7 +55,7 @@ def transformers_decode(model, prompts) -> tuple[float, float]:
         logits = model(ids, past_key_values=cache, position_ids=cache.next_positions(ids.shape[1])).logits[:, -1]
         prompt_seconds = time.perf_counter() - begin
         begin = time.perf_counter()
-        for _ in range(DECODE - 1):
+        for _ in range(decode - 1):
             ids = logits.argmax(-1, keepdim=True)
             logits = model(ids, past_key_values=cache, position_ids=cache.next_positions(1)).logits[:, -1]
         return prompt_seconds, time.perf_counter() - begin
@@ -128,6 +128,7 @@ def main():
     prompts = rows(tokenizer)
     folder = model_folder("smollm2")
     tokens = ROWS * (DECODE - 1)
+    transformers_decode(model, prompts, 2)                 # warm-up
     hf_prompt, hf_decode = transformers_decode(model, prompts)
     evicted_prompt, evicted_decode = vllm_decode(folder, prompts, evicted=True)
     full_prompt, full_decode = vllm_decode(folder, prompts, evicted=False)

@@ -17,17 +17,23 @@ One `decode` call is one vLLM engine step, and no engine step happens elsewhere:
 exactly one token, and a row not asked for is aborted before that step. Entropies are each row's
 full-vocabulary entropy before temperature (entropy.py).
 
-Needs the engine in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0), started by `builder.py`.
+Needs the engine in this process (VLLM_ENABLE_V1_MULTIPROCESSING=0), started by `builder.py`. vLLM keeps the
+worker's KV connector in a process-wide global, which the helper's and the PRM's engines in this process would
+also see (and fail on): the policy takes it out after the base's engine starts and puts it back only around
+the base's engine steps, which hold `VLLM_CALL` like every other vLLM call of the process (engines in one
+process share vLLM's global forward context).
 """
 
 import itertools
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
 from kvrescue_eval.engine.sampling import SamplingParams
 
 from ...prompts import render_prompt, tokenizer_fingerprint
+from ..engine import VLLM_CALL
 from .connector import scheduler_connector
 from .entropy import ROW_ARG, take
 
@@ -53,6 +59,10 @@ class VLLMEvictedPolicy:
     def __init__(self, llm, sampling: SamplingParams, tokenizer, eos_token_ids: frozenset, name: str = "base"):
         self.llm, self.engine, self.sampling, self.name = llm, llm.llm_engine, sampling, name
         self.connector = scheduler_connector(llm)
+        from vllm.distributed.kv_transfer import kv_transfer_state
+
+        self._transfer_state = kv_transfer_state
+        self.worker_connector, kv_transfer_state._KV_CONNECTOR_AGENT = kv_transfer_state._KV_CONNECTOR_AGENT, None
         self.tokenizer, self.tokenizer_key = tokenizer, tokenizer_fingerprint(tokenizer)
         self.eos_token_ids = eos_token_ids
         self.ignore_eos = False    # benchmarks of fixed work: EOS never ends a row
@@ -184,7 +194,9 @@ class VLLMEvictedPolicy:
         pending, got = dict(requests), {}
         while pending:
             served = 0
-            for output in self.engine.step():
+            with self._engine_step():
+                outputs = self.engine.step()
+            for output in outputs:
                 handle = pending.pop(output.request_id, None)
                 if handle is None or not output.outputs or not output.outputs[0].token_ids:
                     continue
@@ -201,6 +213,16 @@ class VLLMEvictedPolicy:
                 self._stop([h for h in got if h in self.rows and self.rows[h].request is not None])
         entropies = take()
         return {handle: (token, entropies[handle]) for handle, token in got.items() if handle in self.rows}
+
+    @contextmanager
+    def _engine_step(self):
+        with VLLM_CALL:
+            state = self._transfer_state
+            previous, state._KV_CONNECTOR_AGENT = state._KV_CONNECTOR_AGENT, self.worker_connector
+            try:
+                yield
+            finally:
+                state._KV_CONNECTOR_AGENT = previous
 
     def _stop(self, handles) -> None:
         """Abort running row requests between tokens; the connector parks their states."""
