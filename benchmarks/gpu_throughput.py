@@ -178,9 +178,8 @@ def vllm_base(setup: Setup, args):
     import tempfile
 
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    from types import SimpleNamespace
-
     from kvrescue_eval.engine.sampling import SamplingParams
+    from kvrescue_eval.eviction import EvictionSchedule
     from kvrescue_eval.model_adapters.vllm.engine import start_llm
     from kvrescue_eval.model_adapters.vllm.evicted_base.builder import base_settings
     from kvrescue_eval.model_adapters.vllm.evicted_base.engine_args import base_engine_kwargs
@@ -193,10 +192,11 @@ def vllm_base(setup: Setup, args):
         on_cpu = setup.device == "cpu"
         memory = dict(kv_cache_memory_bytes=1 << 30, enforce_eager=True) if on_cpu else dict(gpu_memory_utilization=0.5)
         max_len = args.prompt_tokens + args.steps * args.step_tokens + 8
-        eviction = SimpleNamespace(evictor="rkv", budget=args.budget, buffer=args.buffer, window=8, evictor_options={})
         kwargs = base_engine_kwargs(dict(memory, dtype=str(setup.dtype).removeprefix("torch."), seed=0,
                                          max_model_len=max_len, max_num_seqs=max(args.in_flight) * args.n * 2 + 8),
-                                    model_type="qwen2", settings=base_settings(eviction), on_cpu=on_cpu)
+                                    model_type="qwen2",
+                                    settings=base_settings("rkv", EvictionSchedule("rkv", args.budget, args.buffer)),
+                                    on_cpu=on_cpu)
         _VLLM_BASES["llm"] = start_llm(folder, **kwargs)
     policy = VLLMEvictedPolicy(_VLLM_BASES["llm"], SamplingParams(), setup.tokenizer, frozenset(), name="base")
     policy.ignore_eos = True   # fixed work: EOS never ends a step

@@ -69,7 +69,7 @@ class KVRescueLM(LM):
         self._rank, self._world_size, self._device = self.parallel.rank, self.parallel.world_size, self.parallel.device
         preset = PRESETS.get(self.args.preset, {})
         self.sampling_set = {name for name in SAMPLING if model_args.get(name) is not None or name in preset}
-        self.base = self.helper = self.scorer = self.config = None  # loaded at the first generate_until
+        self.components = self.base = self.helper = self.scorer = self.config = None  # at the first generate_until
         self.totals = Counter()
         self.finish_reasons = Counter()
         self.run_stats = Counter()  # resumed / generated problems and out-of-memory retries of this process
@@ -78,9 +78,10 @@ class KVRescueLM(LM):
 
     def _load(self) -> None:
         if self.config is None:
-            from ..backends import build_components
+            from ..backends import build
 
-            self.base, self.helper, self.scorer, self.config = build_components(replace(self.args, device=self._device))
+            self.components = build(replace(self.args, device=self._device))
+            self.base, self.helper, self.scorer, self.config = self.components[:4]
 
     # -- lm-eval interface -----------------------------------------------------------------------
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:

@@ -29,7 +29,8 @@ from kvrescue_eval.fingerprint import folder_fingerprint
 from kvrescue_eval.journal import Journal, check_path
 
 from ..model_files.locate import model_folder
-from ..settings.model_args import ModelArgs
+from ..settings.model_args import model_args_of
+from ..settings.tree import Settings
 from ..settings.required_models import required_models
 
 OFF = ("off", "none", "false", "0")
@@ -75,8 +76,8 @@ def accelerator(device: str) -> str:
     return str(device).split(":")[0]
 
 
-def identity(args: ModelArgs, device: str) -> dict:
-    model_args = {k: v for k, v in args.as_dict().items() if k not in NOT_IDENTITY}
+def identity(args: Settings, device: str) -> dict:
+    model_args = {k: v for k, v in model_args_of(args).items() if k not in NOT_IDENTITY}
     model_args["device"] = str(device).split(":")[0]
     fingerprints, by_folder = {}, {}
     for role, name in required_models(args).items():
@@ -107,14 +108,14 @@ def identity_hash(value: dict) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 
-def check_journal(args: ModelArgs) -> None:
+def check_journal(args: Settings) -> None:
     """Refuses a model_arg journal=PATH that cannot be a journal (kvrescue_eval.journal.check_path), when the
     model is made: before any model file is read or loaded. Its identity is checked when it is opened."""
     if args.journal is not None and str(args.journal).lower() not in OFF:
         check_path(args.journal)
 
 
-def open_journal(args: ModelArgs, device: str, requests_fingerprint: str, *, rank: int = 0,
+def open_journal(args: Settings, device: str, requests_fingerprint: str, *, rank: int = 0,
                  world_size: int = 1) -> Journal | None:
     """The journal of this run, opened (resumable entries loaded), or None when there is none. The model
     opens it before it loads the models, so a refused journal costs no loading."""
@@ -134,5 +135,5 @@ def open_journal(args: ModelArgs, device: str, requests_fingerprint: str, *, ran
     if world_size > 1:  # one writer per file: each data-parallel rank keeps its own journal
         path = path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
     run = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "pid": os.getpid(), "argv": list(sys.argv),
-           "max_problems_in_flight": args.max_problems_in_flight, "requests": requests_fingerprint}
+           "max_problems_in_flight": args.engine.max_problems_in_flight, "requests": requests_fingerprint}
     return Journal(path, ident, info={"created": run["started"]}, run=run)

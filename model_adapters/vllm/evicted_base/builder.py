@@ -23,20 +23,26 @@ def checkpoint_model_type(folder) -> str:
     return model_type
 
 
-def base_settings(args) -> dict:
-    return eviction_settings(args.evictor, budget=args.budget, buffer=args.buffer, window=args.window,
-                             **dict(args.evictor_options))
+def base_settings(evictor: str, schedule) -> dict:
+    """The eviction settings of evictor `evictor` (a name of EVICTORS) as `schedule` (an EvictionSchedule) holds
+    it, with the values of its options."""
+    from kvrescue_eval.eviction import EVICTORS, evictor_options
+
+    options = {name: getattr(schedule.evictor, name) for name in evictor_options(EVICTORS[evictor])}
+    return eviction_settings(evictor, budget=schedule.budget, buffer=schedule.buffer, window=schedule.window,
+                             compress_prompt=schedule.compress_prompt, **options)
 
 
-def evicted_base_policy(folder, args, engine_kwargs: dict, sampling):
-    """A `VLLMEvictedPolicy` for the checkpoint in `folder` with the role's vLLM `engine_kwargs`
-    (model_adapters/vllm/engine.py's `engine_kwargs(args, "base", dtype)`)."""
+def evicted_base_policy(folder, settings, engine_kwargs: dict):
+    """A `VLLMEvictedPolicy` for the checkpoint in `folder` with the run's `settings` (settings/tree.py) and the
+    base role's vLLM `engine_kwargs` (model_adapters/vllm/engine.py's `engine_kwargs`)."""
     from ..engine import start_llm
     from ..step_policy import _load_tokenizer, eos_token_ids
     from .policy import VLLMEvictedPolicy
 
-    kwargs = base_engine_kwargs(engine_kwargs, model_type=checkpoint_model_type(folder), settings=base_settings(args),
-                                on_cpu=str(args.device).startswith("cpu"))
+    kwargs = base_engine_kwargs(engine_kwargs, model_type=checkpoint_model_type(folder),
+                                settings=base_settings(settings.evictor, settings.eviction),
+                                on_cpu=str(settings.device).startswith("cpu"))
     llm = start_llm(str(folder), **kwargs)
     tokenizer = _load_tokenizer(folder)
-    return VLLMEvictedPolicy(llm, sampling, tokenizer, eos_token_ids(llm, tokenizer), name="base")
+    return VLLMEvictedPolicy(llm, settings.sampling, tokenizer, eos_token_ids(llm, tokenizer), name="base")

@@ -62,7 +62,13 @@ class VLLMEvictedPolicy:
         from vllm.distributed.kv_transfer import kv_transfer_state
 
         self._transfer_state = kv_transfer_state
-        self.worker_connector, kv_transfer_state._KV_CONNECTOR_AGENT = kv_transfer_state._KV_CONNECTOR_AGENT, None
+        self.worker_connector = getattr(llm, "_kvrescue_worker_connector", None)   # a second policy on one engine
+        if self.worker_connector is None:
+            self.worker_connector, kv_transfer_state._KV_CONNECTOR_AGENT = kv_transfer_state._KV_CONNECTOR_AGENT, None
+            llm._kvrescue_worker_connector = self.worker_connector
+        if self.worker_connector is None:
+            raise RuntimeError("the base's vLLM engine has no KV connector in this process: start it with "
+                               "evicted_base.engine_args.base_engine_kwargs and VLLM_ENABLE_V1_MULTIPROCESSING=0")
         self.tokenizer, self.tokenizer_key = tokenizer, tokenizer_fingerprint(tokenizer)
         self.eos_token_ids = eos_token_ids
         self.ignore_eos = False    # benchmarks of fixed work: EOS never ends a row
@@ -70,6 +76,7 @@ class VLLMEvictedPolicy:
         self.committed: dict[Hashable, Committed] = {}
         self.rows: dict[str, Row] = {}
         self._ids = (f"kvr-{uuid.uuid4().hex[:8]}-{i}" for i in itertools.count())
+        self.counts = {"rows": 0, "resumed_rows": 0, "state_updates": 0, "engine_steps": 0}
 
     # -- committed states ----------------------------------------------------------------------------
     def start(self, key, conversation) -> int:
@@ -112,6 +119,11 @@ class VLLMEvictedPolicy:
 
     def decode_text(self, token_ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(token_ids), skip_special_tokens=False)
+
+    def statistics(self) -> dict:
+        """Over the run: candidate rows started, rows paused and resumed (vLLM could not schedule every row in
+        one step), requests that brought a committed state up to date, and engine steps."""
+        return dict(self.counts)
 
     # -- candidate rows --------------------------------------------------------------------------------
     def fork(self, key, seeds: Sequence[int]) -> list:
@@ -172,6 +184,7 @@ class VLLMEvictedPolicy:
             self.engine.add_request(name, TokensPrompt(prompt_token_ids=list(state.ids)), self._params(
                 handle=name, seed=0, max_tokens=1, park=name, fork_of=state.state))
             requests[name] = key
+        self.counts["state_updates"] += len(requests)
         return requests
 
     def _start_row(self, handle: str, row: Row) -> None:
@@ -181,6 +194,7 @@ class VLLMEvictedPolicy:
         prompt = committed.ids + row.tokens
         source = row.state if row.tokens else committed.state
         row.requests += 1
+        self.counts["resumed_rows" if row.requests > 1 else "rows"] += 1
         row.request, row.state = f"{handle}.{row.requests}", handle
         seed = None if row.seed is None else row.seed + 7919 * (row.requests - 1)   # a resumed row's own stream
         self.engine.add_request(row.request, TokensPrompt(prompt_token_ids=prompt), self._params(
@@ -196,6 +210,7 @@ class VLLMEvictedPolicy:
             served = 0
             with self._engine_step():
                 outputs = self.engine.step()
+            self.counts["engine_steps"] += 1
             for output in outputs:
                 handle = pending.pop(output.request_id, None)
                 if handle is None or not output.outputs or not output.outputs[0].token_ids:
