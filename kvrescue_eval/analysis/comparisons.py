@@ -9,7 +9,9 @@ another N is never used in its place):
 - helper (optional, for Figure 5): the helper model alone at the same N (mode "helper" with that helper,
   or a full run whose model is the helper, e.g. a stock `--model hf` run when N = 1).
 Arms must also share the rescue's step and context limits (max_steps, max_step_tokens, max_context)
-when they record them. Recovery = (A_rescue - A_bon) / (A_full - A_bon) on the chosen accuracy metric
+when they record them, and what else of the rescue's setting applies to them (sampling, scorer, buffer,
+eviction options, backends: analysis/identity.py); results that differ in any recorded field that changes
+them are separate cells, never pooled. Recovery = (A_rescue - A_bon) / (A_full - A_bon) on the chosen accuracy metric
 (default: the task's primary metric, exact_match_boxed on the math benchmarks); undefined when A_full == A_bon. A comparison with a missing arm is
 reported incomplete, naming the arm and the exact lm_eval command that would produce it.
 """
@@ -18,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
+from kvrescue_eval.analysis.identity import label_variants, mismatches, with_generation
 from kvrescue_eval.analysis.missing_runs import arm_command
 from kvrescue_eval.analysis.reruns import newest
 from kvrescue_eval.analysis.seeds import pool
@@ -81,15 +84,17 @@ class Analysis:
     unpaired: list  # (cell, reason) for cells that no complete comparison uses
     metric: str = "exact_match_boxed"  # the cells' accuracy metric, or which metric each benchmark's is
     superseded: list = field(default_factory=list)  # reruns.Superseded: older results a newer one replaces
+    not_pooled: list = field(default_factory=list)  # why settings that look alike were kept apart
 
 
 def analyse(runs):
     superseded = []
     cells = build_cells(runs, superseded)
+    not_pooled = label_variants(cells)
     comparisons = [compare(cell, cells) for cell in cells if cell.setting.mode == "rescue"]
     used = {id(c) for comp in comparisons if comp.complete for c in (comp.rescue, comp.bon, comp.full, comp.helper)}
     unpaired = [(cell, _unpaired_reason(cell, comparisons)) for cell in cells if id(cell) not in used]
-    return Analysis(cells, comparisons, unpaired, metric_description(cells), superseded)
+    return Analysis(cells, comparisons, unpaired, metric_description(cells), superseded, not_pooled)
 
 
 def metric_description(cells):
@@ -109,6 +114,12 @@ def _unpaired_reason(cell, comparisons):
     waiting = [c for c in comparisons if any(cell is arm for arm in (c.bon, c.full, c.helper))]
     if waiting:  # it is an arm of a comparison that lacks another arm: say which
         return "; ".join(dict.fromkeys(c.status for c in waiting))
+    s = cell.setting
+    looked_at = [c for c in comparisons if c.rescue.benchmark == cell.benchmark and c.rescue.setting.n == s.n
+                 and c.rescue.setting.base == s.base and (s.mode != "bon" or (c.rescue.setting.evictor, c.rescue.setting.budget) == (s.evictor, s.budget))
+                 and s.mode in ("bon", "full") and not c.complete]
+    if looked_at:  # a rescue run could have used it, but it differs or is one of several: say so
+        return "; ".join(dict.fromkeys(c.status for c in looked_at))
     if cell.setting.mode == "bon":
         return "no rescue run with this base, N, evictor and budget"
     return "reference only: no complete rescue comparison uses it"
@@ -120,7 +131,7 @@ def build_cells(runs, superseded=None):
     members = defaultdict(list)
     for run in runs:
         for task in run.tasks.values():
-            members[(run.setting, task.benchmark, run.seed)].append((run, task))
+            members[(with_generation(run.setting, task.generation), task.benchmark, run.seed)].append((run, task))
     grouped = defaultdict(list)
     for (setting, benchmark, _), results in members.items():
         kept, older = newest(results)
@@ -188,18 +199,25 @@ def compare(rescue, cells):
     chosen = {}
     for arm, found in (("bon", bons), ("full", fulls)):
         without_detector = [c for c in found if c.setting.detector == "off"]
-        chosen[arm] = _unique(without_detector)
-        if len(without_detector) != 1:
-            missing.append(_absence(rescue, arm, without_detector, found, cells))
-    return Comparison(rescue, chosen["bon"], chosen["full"], _unique(helpers), missing)
+        usable = [c for c in without_detector if not mismatches(c, rescue, arm)]
+        chosen[arm] = _unique(usable)
+        if len(usable) != 1:
+            missing.append(_absence(rescue, arm, usable, without_detector, found, cells))
+    return Comparison(rescue, chosen["bon"], chosen["full"],
+                      _unique([c for c in helpers if not mismatches(c, rescue, "helper")]), missing)
 
 
-def _absence(rescue, arm, usable, found, cells):
+def _absence(rescue, arm, usable, without_detector, found, cells):
     s = rescue.setting
     if len(usable) > 1:
-        return f"{len(usable)} {arm} settings match (they differ in scorer or buffer): ambiguous"
+        return (f"{len(usable)} {arm} settings match: ambiguous ("
+                + "; ".join(c.setting.variant or "no variant" for c in usable) + ")")
     what = f"no {arm} run at N={s.n} with base {s.base}" + (f", {s.evictor} B={s.budget}" if arm == "bon" else "")
-    if found:
+    if without_detector:
+        differing = [f"{'; '.join(mismatches(c, rescue, arm))}" for c in without_detector]
+        what += (" that shares the rescue's settings (found " + str(len(without_detector)) + " that differ: "
+                 + " | ".join(differing) + "; they are not paired)")
+    elif found:
         what += " and the detector off (found only runs with detector=on; the paper's baselines have no early exit)"
     else:
         other_n = sorted({c.setting.n for c in cells if c.benchmark == rescue.benchmark and c.setting.mode == arm

@@ -42,9 +42,18 @@ _DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 _STOCK_MODEL_KEYS = ("pretrained", "model", "path", "engine")
 
 
+# Fields of config.kvrescue that change results beside the Setting's named ones: a setting's identity includes
+# them (runs that differ in one are never pooled) and a comparison's arms must share those that apply to them
+# (comparisons.py). What one process did (RUN_DEPENDENT in reruns.py), the seed and the device are not in it.
+IDENTITY_FIELDS = ("prm", "scorer_options", "window", "mix_lambda", "evictor_options", "temperature", "top_p",
+                   "top_k", "detector_settings", "dtype", "backends")
+
+
 @dataclass(frozen=True)
 class Setting:
-    """What was run, without the benchmark and the seed."""
+    """What was run, without the benchmark and the seed. `identity` holds the other recorded fields that change
+    results (IDENTITY_FIELDS, as (name, canonical JSON) pairs); `variant` names, in a report, what tells this
+    setting from another one whose named fields are the same (None when no other one is)."""
     base: str
     mode: str
     n: int
@@ -57,11 +66,17 @@ class Setting:
     max_steps: int | None = None        # None: not a kvrescue run (a stock model has its own limits)
     max_step_tokens: int | None = None
     max_context: int | None = None
+    identity: tuple = ()
+    variant: str | None = None
 
     def sort_key(self):
         return (self.base, list(MODES).index(self.mode), self.evictor or "", self.budget or 0, self.n,
                 self.helper or "", self.scorer or "", self.buffer or 0, self.detector,
-                self.max_steps or 0, self.max_step_tokens or 0, self.max_context or 0)
+                self.max_steps or 0, self.max_step_tokens or 0, self.max_context or 0, self.identity)
+
+    def recorded(self, name):
+        """An identity field's value as recorded (decoded), or KeyError when the run did not record it."""
+        return json.loads(dict(self.identity)[name])
 
 
 @dataclass
@@ -69,6 +84,7 @@ class TaskResult:
     task: str
     benchmark: str
     metric: str            # the accuracy metric read as its accuracy
+    generation: str | None  # what the task was generated with (config.kvrescue.generation), canonical JSON
     version: object
     config_sha256: str
     n_samples: int
@@ -193,8 +209,13 @@ def classify(config, path):
                       buffer=info.get("buffer") if evicting else None,
                       detector=detector if MODES[mode].uses_base else "off",
                       max_steps=info.get("max_steps"), max_step_tokens=info.get("max_step_tokens"),
-                      max_context=info.get("max_context"))
+                      max_context=info.get("max_context"),
+                      identity=tuple((name, canonical(info[name])) for name in IDENTITY_FIELDS if name in info))
     return setting, info.get("seed")
+
+
+def canonical(value):
+    return json.dumps(value, sort_keys=True)
 
 
 def model_args_pairs(args):
@@ -232,7 +253,10 @@ def _read_task(data, task, metrics, metric, path):
     stats = {key: float(metrics[f"{key},{flt}"]) for key in ENGINE_STATS
              if isinstance(metrics.get(f"{key},{flt}"), (int, float))}
     task_config = (data.get("configs") or {}).get(task, {})
+    generation = ((data.get("config") or {}).get("kvrescue") or {}).get("generation") or {}
     return TaskResult(task=task, benchmark=benchmark_of_task(task), metric=metric,
+                      generation=canonical(generation[task]) if isinstance(generation, dict) and task in generation
+                      else None,
                       version=(data.get("versions") or {}).get(task), config_sha256=config_sha256(task_config),
                       n_samples=n_samples, accuracy=summaries[metric], metrics=summaries, stats=stats)
 

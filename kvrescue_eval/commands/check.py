@@ -84,7 +84,7 @@ def run(args):
 
         from kvrescue_eval.analysis.atomic import write_files
 
-        document = {"runs": [str(path) for path in args.runs], "metric": args.metric,
+        document = {"runs": [str(path) for path in args.runs], "metric": analysis.metric,
                     "criteria": dataclasses.asdict(spec), "passed": passed, "rows": rows}
         write_files({Path(args.json): json.dumps(document, indent=2) + "\n"})
     return 0 if passed else 1

@@ -50,6 +50,13 @@ def _superseded_note(analysis):
             + "; ".join(item.describe() for item in analysis.superseded), ""]
 
 
+def _not_pooled_note(analysis):
+    if not analysis.not_pooled:
+        return []
+    return ["Settings that look alike but were run differently (separate rows, column `variant`): "
+            + "; ".join(analysis.not_pooled), ""]
+
+
 def _partial_runs_note(runs):
     partial = [run for run in runs if run.limit is not None]
     if not partial:
@@ -92,7 +99,7 @@ def run(args):
     markdown = "\n".join(["# kvrescue-eval report", "",
                           f"{len(runs)} run(s): " + ", ".join(str(r.path) for r in runs), "",
                           f"Accuracy metric: {analysis.metric}. ± is the population std (ddof 0) over seeds.", ""]
-                         + _partial_runs_note(runs) + _superseded_note(analysis)
+                         + _partial_runs_note(runs) + _superseded_note(analysis) + _not_pooled_note(analysis)
                          + [table.to_markdown() for table in tables if table.rows])
     files[out / "report.md"] = markdown
     files[out / "report.json"] = json.dumps(

@@ -177,17 +177,21 @@ def test_helper_mode_run_is_the_helper_reference(tmp_path):
 
 
 def test_ambiguous_reference_is_reported_not_guessed(tmp_path):
+    """Two bon runs that differ in the window, against a rescue run that recorded none (an older run): either
+    could be its arm."""
     from synthetic_lm_eval_runs import kvrescue_info
     write_run(tmp_path / "full", {"math500": [[1], [1]]}, model_info=kvrescue_info("full"))
-    write_run(tmp_path / "rescue", {"math500": [[1], [0]]}, model_info=kvrescue_info("rescue"))
-    for buffer in (64, 128):
+    rescue = kvrescue_info("rescue")
+    del rescue["kvrescue"]["window"]
+    write_run(tmp_path / "rescue", {"math500": [[1], [0]]}, model_info=rescue)
+    for window in (8, 16):
         info = kvrescue_info("bon")
-        info["kvrescue"]["buffer"] = buffer
-        write_run(tmp_path / f"bon{buffer}", {"math500": [[0], [0]]}, model_info=info)
+        info["kvrescue"]["window"] = window
+        write_run(tmp_path / f"bon{window}", {"math500": [[0], [0]]}, model_info=info)
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--no-plots"]) == 0
     row = one(json.loads((tmp_path / "out" / "report.json").read_text()), "recovery", benchmark="math500")
     assert row["recovery"] is None
-    assert row["status"] == "incomplete: 2 bon settings match (they differ in scorer or buffer): ambiguous"
+    assert row["status"] == "incomplete: 2 bon settings match: ambiguous (window=16; window=8)"
     assert main(["check", str(tmp_path), "--min-recovery", "0"]) == 1
 
 
