@@ -60,6 +60,7 @@ def teacher_forced_logprobs(model, prompt: list[int], tokens: list[int], budget:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_type,method", [("qwen2", "rkv"), ("qwen2", "snapkv"), ("llama", "rkv"),
                                                ("llama", "snapkv")])
 def test_vllm_evicted_base_equals_the_transformers_evicting_cache(tmp_path, model_type, method):

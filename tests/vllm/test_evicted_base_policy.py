@@ -21,6 +21,7 @@ class Request:
         self.doc = {"messages": conversation(doc)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode, problems, settings", [
     ("rescue", 4, dict(max_steps=16)),                   # the detector on: early exits
     ("rescue", 4, dict(detector="off")),                 # base wins between helper steps: commits, appends

@@ -12,6 +12,7 @@ import pytest
 SCRIPT = Path(__file__).parents[2] / "benchmarks" / "gpu_throughput.py"
 
 
+@pytest.mark.slow
 def test_tiny_run_with_the_base_inside_vllm_does_the_fixed_work(tmp_path):
     out = tmp_path / "rows.json"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
