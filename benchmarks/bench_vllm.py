@@ -35,7 +35,7 @@ from records import record  # noqa: E402
 
 from kvrescue_eval.engine.policy import StepRequest  # noqa: E402
 from kvrescue_eval.engine.sampling import SamplingParams, stream_seed  # noqa: E402
-from kvrescue_eval.engine.scheduler import Engine, Problem  # noqa: E402
+from kvrescue_eval.engine.engine import Engine, Problem  # noqa: E402
 from kvrescue_eval.engine.scoring import ScoreRequest  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "engine"))  # SteppedPolicy lives with the tests

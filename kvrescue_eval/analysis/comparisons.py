@@ -87,11 +87,13 @@ class Analysis:
     not_pooled: list = field(default_factory=list)  # why settings that look alike were kept apart
 
 
-def analyse(runs):
+def analyse(runs, any_scorer=False):
+    """`any_scorer`: pair a rescue run with baseline arms whatever their scorer (a selector compared against
+    fixed baselines); by default a scored arm must have the rescue's scorer (analysis/identity.py)."""
     superseded = []
     cells = build_cells(runs, superseded)
     not_pooled = label_variants(cells)
-    comparisons = [compare(cell, cells) for cell in cells if cell.setting.mode == "rescue"]
+    comparisons = [compare(cell, cells, any_scorer) for cell in cells if cell.setting.mode == "rescue"]
     used = {id(c) for comp in comparisons if comp.complete for c in (comp.rescue, comp.bon, comp.full, comp.helper)}
     unpaired = [(cell, _unpaired_reason(cell, comparisons)) for cell in cells if id(cell) not in used]
     return Analysis(cells, comparisons, unpaired, metric_description(cells), superseded, not_pooled)
@@ -115,9 +117,13 @@ def _unpaired_reason(cell, comparisons):
     if waiting:  # it is an arm of a comparison that lacks another arm: say which
         return "; ".join(dict.fromkeys(c.status for c in waiting))
     s = cell.setting
-    looked_at = [c for c in comparisons if c.rescue.benchmark == cell.benchmark and c.rescue.setting.n == s.n
-                 and c.rescue.setting.base == s.base and (s.mode != "bon" or (c.rescue.setting.evictor, c.rescue.setting.budget) == (s.evictor, s.budget))
-                 and s.mode in ("bon", "full") and not c.complete]
+
+    def could_use(comp):  # a rescue run that this bon or full cell is the arm of, but for what it differs in
+        r = comp.rescue.setting
+        return (comp.rescue.benchmark == cell.benchmark and (r.n, r.base) == (s.n, s.base) and not comp.complete
+                and (s.mode == "full" or (s.mode == "bon" and (r.evictor, r.budget) == (s.evictor, s.budget))))
+
+    looked_at = [c for c in comparisons if could_use(c)]
     if looked_at:  # a rescue run could have used it, but it differs or is one of several: say so
         return "; ".join(dict.fromkeys(c.status for c in looked_at))
     if cell.setting.mode == "bon":
@@ -187,7 +193,7 @@ def _same_limits(arm, rescue):
     return all(getattr(arm.setting, name) in (None, getattr(rescue.setting, name)) for name in LIMITS)
 
 
-def compare(rescue, cells):
+def compare(rescue, cells, any_scorer=False):
     s, benchmark = rescue.setting, rescue.benchmark
     candidates = [c for c in cells if c.benchmark == benchmark and c.setting.n == s.n and _same_limits(c, rescue)]
     bons = [c for c in candidates if c.setting.mode == "bon" and c.setting.base == s.base
@@ -199,22 +205,22 @@ def compare(rescue, cells):
     chosen = {}
     for arm, found in (("bon", bons), ("full", fulls)):
         without_detector = [c for c in found if c.setting.detector == "off"]
-        usable = [c for c in without_detector if not mismatches(c, rescue, arm)]
+        usable = [c for c in without_detector if not mismatches(c, rescue, arm, any_scorer)]
         chosen[arm] = _unique(usable)
         if len(usable) != 1:
-            missing.append(_absence(rescue, arm, usable, without_detector, found, cells))
+            missing.append(_absence(rescue, arm, usable, without_detector, found, cells, any_scorer))
     return Comparison(rescue, chosen["bon"], chosen["full"],
-                      _unique([c for c in helpers if not mismatches(c, rescue, "helper")]), missing)
+                      _unique([c for c in helpers if not mismatches(c, rescue, "helper", any_scorer)]), missing)
 
 
-def _absence(rescue, arm, usable, without_detector, found, cells):
+def _absence(rescue, arm, usable, without_detector, found, cells, any_scorer):
     s = rescue.setting
     if len(usable) > 1:
         return (f"{len(usable)} {arm} settings match: ambiguous ("
                 + "; ".join(c.setting.variant or "no variant" for c in usable) + ")")
     what = f"no {arm} run at N={s.n} with base {s.base}" + (f", {s.evictor} B={s.budget}" if arm == "bon" else "")
     if without_detector:
-        differing = [f"{'; '.join(mismatches(c, rescue, arm))}" for c in without_detector]
+        differing = [f"{'; '.join(mismatches(c, rescue, arm, any_scorer))}" for c in without_detector]
         what += (" that shares the rescue's settings (found " + str(len(without_detector)) + " that differ: "
                  + " | ".join(differing) + "; they are not paired)")
     elif found:

@@ -9,9 +9,12 @@ report labels each with what tells it apart (`variant`) and says why they were n
 
 An arm of a comparison must share with the rescue run what applies to that arm, where both record it:
 - every arm: the sampling and the generation, and the dtype;
-- a scored arm (N > 1 picks by the scorer): the scorer, the PRM, the scorer's options and backend;
-- bon: the buffer, the window, mix_lambda and the evictor's options, and the base's backend;
-- full: the base's backend; helper alone: the helper's backend.
+- a scored arm (N > 1 picks by the scorer): the scorer, the PRM and the scorer's options, unless the analysis
+  is asked to compare a selector against fixed baselines (`any_scorer`: `check --arms-any-scorer`, as the
+  testbed gate does with its sabotaged selectors and its vLLM rescue);
+- bon: the buffer, the window, mix_lambda and the evictor's options.
+Backends are not: a backend computes the same trajectories as another (tests/vllm checks that they commit the
+transformers ones), so a rescue run on vLLM is compared with arms on transformers; they are still never pooled.
 """
 
 import json
@@ -19,9 +22,8 @@ from collections import defaultdict
 from dataclasses import replace
 
 ALL_ARMS = ("temperature", "top_p", "top_k", "dtype", "generation.")
-SCORED = ("prm", "scorer_options", "backends.scorer", "backends.prm")
-BY_ARM = {"bon": ("window", "mix_lambda", "evictor_options", "backends.base"), "full": ("backends.base",),
-          "helper": ("backends.helper",)}
+SCORED = ("prm", "scorer_options")
+BY_ARM = {"bon": ("window", "mix_lambda", "evictor_options"), "full": (), "helper": ()}
 
 
 def flat(setting):
@@ -75,12 +77,12 @@ def label_variants(cells):
     return notes
 
 
-def mismatches(arm_cell, rescue_cell, arm):
+def mismatches(arm_cell, rescue_cell, arm, any_scorer=False):
     """What `arm_cell` (the arm "bon", "full" or "helper") does not share with the rescue cell, as
-    "name: rescue X, arm Y" (empty: it may be paired with it)."""
+    "name: rescue X, arm Y" (empty: it may be paired with it); `any_scorer`: the scorer is not compared."""
     arm_s, rescue_s = arm_cell.setting, rescue_cell.setting
     found = []
-    scored = arm_s.scorer is not None
+    scored = arm_s.scorer is not None and not any_scorer
     if scored and arm_s.scorer != rescue_s.scorer:
         found.append(f"scorer: rescue {rescue_s.scorer}, {arm} {arm_s.scorer}")
     if arm == "bon" and None not in (arm_s.buffer, rescue_s.buffer) and arm_s.buffer != rescue_s.buffer:

@@ -4,7 +4,8 @@
 and beside it `samples_<task>_<date>.jsonl` (one JSON object per document and filter). With an
 output path ending in `.json` it writes `<stem>_<date>.json` and the samples into its folder.
 
-A run is classified by the `kvrescue` block that the `kvrescue` model puts into `results["config"]`.
+A run is classified by the `kvrescue` block that the `kvrescue` model puts into `results["config"]`, read as
+its typed record (`kvrescue_eval/run_record.py`, `RunRecord`).
 A run without that block (stock `--model hf`, `vllm`, ...) is a full-KV run of the model named by
 `pretrained=` (or `model=`/`path=`) in its model_args: mode "full", N=1, no evictor, no budget, no
 detector. It serves as the full-KV reference of that model when it is the base, and as the helper-alone
@@ -18,7 +19,7 @@ kv_recall testbed). The other accuracy metrics a task reports (ACCURACY_METRICS)
 Seed spreads are population standard deviations (ddof 0).
 
 The detector of a kvrescue run is the recorded `detector` ("on"/"off"); runs written before that was
-recorded ran with the detector on in every mode, which is what they are read as.
+recorded ran with the detector on in every mode, which is what they are read as (RunRecord's default).
 """
 
 import hashlib
@@ -33,6 +34,7 @@ from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.model_identity import model_identity
 from kvrescue_eval.analysis.seeds import SeedSummary
 from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.run_record import RecordError, RunRecord
 from kvrescue_eval.stats import STAT_KEYS
 
 # Accuracy metrics of our math tasks, read beside the chosen one when a task reports them.
@@ -186,32 +188,24 @@ def classify(config, path):
     info = config.get("kvrescue")
     if info is None:
         return Setting(base=model_identity(_stock_model_name(config, path)), mode="full", n=1), config.get("random_seed")
-    if not isinstance(info, dict):
-        raise AnalysisInputError(path, "config.kvrescue", f"expected an object, got {type(info).__name__}")
-    mode = info.get("mode")
-    if mode not in MODES:
-        raise AnalysisInputError(path, "config.kvrescue.mode", f"{mode!r} is not one of {', '.join(MODES)}")
-    helper = _require(info, "helper", str, path, "config.kvrescue.") if MODES[mode].uses_helper else None
+    try:
+        record = RunRecord.from_json(info)
+    except RecordError as error:
+        raise AnalysisInputError(path, "config.kvrescue" + (f".{error.field}" if error.field else ""),
+                                 error.message) from None
+    mode = MODES[record.mode]
     # A helper-alone run decodes with the helper only (base None): its model is the helper.
-    base = helper if not MODES[mode].uses_base else _require(info, "base", str, path, "config.kvrescue.")
-    n_key = "n_base" if MODES[mode].uses_base else "n_helper"
-    n = _require(info, n_key, int, path, "config.kvrescue.")
-    evicting = MODES[mode].evicts
-    budget = info.get("budget") if evicting else None
-    if evicting and not isinstance(budget, int):
-        raise AnalysisInputError(path, "config.kvrescue.budget",
-                                 f"mode {mode} needs an integer eviction budget, got {budget!r}")
-    detector = info.get("detector", "on")  # recorded since the detector became a model_arg; on before
-    if detector not in ("on", "off"):
-        raise AnalysisInputError(path, "config.kvrescue.detector", f"{detector!r} is not 'on' or 'off'")
-    setting = Setting(base=model_identity(base), mode=mode, n=n, evictor=info.get("evictor") if evicting else None,
-                      budget=budget, helper=model_identity(helper), scorer=info.get("scorer"),
-                      buffer=info.get("buffer") if evicting else None,
-                      detector=detector if MODES[mode].uses_base else "off",
-                      max_steps=info.get("max_steps"), max_step_tokens=info.get("max_step_tokens"),
-                      max_context=info.get("max_context"),
+    base = record.base if mode.uses_base else record.helper
+    evicting = mode.evicts
+    setting = Setting(base=model_identity(base), mode=record.mode, n=record.n,
+                      evictor=record.evictor if evicting else None, budget=record.budget if evicting else None,
+                      helper=model_identity(record.helper if mode.uses_helper else None), scorer=record.scorer,
+                      buffer=record.buffer if evicting else None,
+                      detector=record.detector if mode.uses_base else "off",
+                      max_steps=record.max_steps, max_step_tokens=record.max_step_tokens,
+                      max_context=record.max_context,
                       identity=tuple((name, canonical(info[name])) for name in IDENTITY_FIELDS if name in info))
-    return setting, info.get("seed")
+    return setting, record.seed
 
 
 def canonical(value):

@@ -30,6 +30,10 @@ def add_arguments(parser):
                         help="allowed recovery loss against --baseline, as a fraction (0.05 = 5 points)")
     parser.add_argument("--json", default=None, metavar="FILE",
                         help="also write the gate's table, criteria and verdict to FILE (JSON)")
+    parser.add_argument("--arms-any-scorer", action="store_true",
+                        help="pair each rescue run with baseline arms whatever their scorer: a selector judged "
+                             "against fixed baselines (the testbed gate's sabotaged selectors and vLLM rescue); by "
+                             "default an arm that picks by a scorer (N > 1) must have the rescue's")
     parser.add_argument("--metric", default=None,
                         help="accuracy metric of the tasks (default: each task's primary metric: exact_match_boxed, "
                              "the paper's 'boxed and correct', on the math benchmarks; pass_at_1 on kv_recall)")
@@ -60,7 +64,7 @@ def run(args):
         print("error: no minimum recovery: give --min-recovery R or --gate NAME", file=sys.stderr)
         return 2
     try:
-        analysis = analyse(read_runs(args.runs, args.metric))
+        analysis = analyse(read_runs(args.runs, args.metric), any_scorer=args.arms_any_scorer)
         baseline = load_baseline(args.baseline) if args.baseline else None
     except AnalysisInputError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -34,6 +34,10 @@ def add_arguments(parser):
                         help="accuracy metric of the tasks, used by recovery and the Table 5 layout (default: each "
                              "task's primary metric: exact_match_boxed, the paper's 'boxed and correct', on the math "
                              "benchmarks; pass_at_1 on the kv_recall testbed)")
+    parser.add_argument("--arms-any-scorer", action="store_true",
+                        help="pair each rescue run with baseline arms whatever their scorer: a selector judged "
+                             "against fixed baselines (the testbed gate's sabotaged selectors and vLLM rescue); by "
+                             "default an arm that picks by a scorer (N > 1) must have the rescue's")
     parser.add_argument("--reference", choices=["paper"], default=None,
                         help="also print our values beside the KV-Rescue paper's (Table 5, recovery, Tables 1 and 2)")
     parser.add_argument("--no-plots", action="store_true", help="skip Figures 5 and 6 (no matplotlib needed)")
@@ -81,7 +85,7 @@ def run(args):
     print(f"kvrescue-eval report: writing to {out}/" + ("" if args.out else " (beside the runs; --out DIR to change)"))
     try:
         runs = read_runs(args.runs, args.metric)
-        analysis = analyse(runs)
+        analysis = analyse(runs, any_scorer=args.arms_any_scorer)
         tables = all_tables(analysis) + [oracle_table(analysis)]  # Fig. 1(a), beside the recovery
         if args.reference == "paper":
             from kvrescue_eval.analysis.paper_comparison import paper_tables

@@ -25,7 +25,7 @@ from dataclasses import replace
 from lm_eval.api.model import LM
 
 from kvrescue_eval.engine.retry import POLICY_METHODS, SCORER_METHODS, Faults, RetryingRun
-from kvrescue_eval.engine.scheduler import Engine
+from kvrescue_eval.engine.engine import Engine
 from kvrescue_eval.environment import UnsupportedEnvironment, require_supported_versions
 from kvrescue_eval.journal import JournalError
 from kvrescue_eval.stats import STAT_KEYS, TextWithStats

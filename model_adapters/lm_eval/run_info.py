@@ -1,14 +1,19 @@
-"""`config.kvrescue` of a run: its settings, what it ran on and with, and its totals (lm-eval stores
-`get_model_info()` in results["config"])."""
+"""`config.kvrescue` of a run, its RunRecord (kvrescue_eval/run_record.py): its settings, what it ran on and with,
+and its totals (lm-eval stores `get_model_info()` in results["config"])."""
 
 from dataclasses import asdict, is_dataclass
 
+from kvrescue_eval.run_record import RunRecord
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS
 
 from ..scorers import scorer_model_args
 
 
 def model_info(lm) -> dict:
+    return run_record(lm).to_json()
+
+
+def run_record(lm) -> RunRecord:
     a = lm.args
     n_base, n_helper = a.counts
     scored = a.scored
@@ -17,25 +22,25 @@ def model_info(lm) -> dict:
     totals["problems"] = int(sum(finish_reasons.values()))
     totals["finish_reasons"] = {reason: int(finish_reasons[reason]) for reason in FINISH_REASONS}
     e = a.eviction
-    return {
-        "preset": a.preset, "base": a.base if n_base else None, "helper": a.helper if n_helper else None,
-        "scorer": a.scorer if scored else None,
-        "prm": a.prm if scored and "prm" in scorer_model_args(a.scorer, a.scorer_backend) else None,
-        "mode": a.mode, "n_base": n_base, "n_helper": n_helper,
-        "evictor": a.evictor if e else None, "budget": e.budget if e else None,
-        "buffer": e.buffer if e else None, "window": e.window if e else None,
-        "mix_lambda": getattr(e.evictor, "mix_lambda", None) if e else None,
-        "evictor_options": asdict(e.evictor) if e and is_dataclass(e.evictor) else None,
-        "scorer_options": a.scorer_options if scored else None,
-        "temperature": a.sampling.temperature, "top_p": a.sampling.top_p, "top_k": a.sampling.top_k,
-        "max_steps": a.engine.max_steps, "max_step_tokens": a.engine.max_step_tokens,
-        "max_context": a.engine.max_context, "seed": a.engine.seed, "seed_source": lm.seed_source,
-        "max_problems_in_flight": a.engine.max_problems_in_flight, "device_map": a.device_map,
-        "data_parallel_processes": lm.world_size,
-        **detector_info(a), "overlap": a.overlaps,
+    return RunRecord(
+        preset=a.preset, base=a.base if n_base else None, helper=a.helper if n_helper else None,
+        scorer=a.scorer if scored else None,
+        prm=a.prm if scored and "prm" in scorer_model_args(a.scorer, a.scorer_backend) else None,
+        mode=a.mode, n_base=n_base, n_helper=n_helper,
+        evictor=a.evictor if e else None, budget=e.budget if e else None,
+        buffer=e.buffer if e else None, window=e.window if e else None,
+        mix_lambda=getattr(e.evictor, "mix_lambda", None) if e else None,
+        evictor_options=asdict(e.evictor) if e and is_dataclass(e.evictor) else None,
+        scorer_options=a.scorer_options if scored else None,
+        temperature=a.sampling.temperature, top_p=a.sampling.top_p, top_k=a.sampling.top_k,
+        max_steps=a.engine.max_steps, max_step_tokens=a.engine.max_step_tokens,
+        max_context=a.engine.max_context, seed=a.engine.seed, seed_source=lm.seed_source,
+        max_problems_in_flight=a.engine.max_problems_in_flight, device_map=a.device_map,
+        data_parallel_processes=lm.world_size,
+        **detector_info(a), overlap=a.overlaps,
         **execution_info(lm),
-        "vllm_statistics": lm.components.statistics() if lm.components is not None else {},
-        "totals": totals, "run": run_info(lm)}
+        vllm_statistics=lm.components.statistics() if lm.components is not None else {},
+        totals=totals, run=run_info(lm))
 
 
 def execution_info(lm) -> dict:

@@ -11,9 +11,10 @@ Identity (compared field by field when a journal is opened): every model_arg aft
 `max_problems_in_flight` (batching; out-of-memory retries change it too) and `journal`; the device
 type and accelerator name (float results differ across hardware); content fingerprints of every model
 folder used (`kvrescue_eval.fingerprint`); the versions of kvrescue-eval, lm-eval, torch, transformers
-and vLLM, and a hash of the package's generating code (engine, eviction, detector, adapters). The data is not part of it: a journal entry is keyed by the SHA-256 of the problem's
-conversation and its repeat index, so a changed prompt is a new key; the fingerprint of each run's
-requests is recorded in its run line.
+and vLLM, and a hash of the package's generating code (`source_files`: the core's engine, eviction,
+detector and statistics, every module of the adapters). The data is not part of it: a journal entry is
+keyed by the SHA-256 of the problem's conversation and its repeat index, so a changed prompt is a new
+key; the fingerprint of each run's requests is recorded in its run line.
 """
 
 import argparse
@@ -89,18 +90,24 @@ def identity(args: Settings, device: str) -> dict:
             "versions": {package: version(package) for package in PACKAGES}, "source": source_fingerprint()}
 
 
-def source_fingerprint() -> str:
-    """SHA-256 of the code that generates (engine, eviction, detector, adapters): an editable install keeps
-    its version number across edits, and an edit of this code may change results."""
+def source_files(core: Path, adapters: Path) -> list[Path]:
+    """The code that generates, whose edit may change results: the core's engine, eviction, detector and
+    statistics, and every module of the adapters (each sub-package's)."""
+    return [core / "detector.py", core / "stats.py", *sorted((core / "engine").glob("*.py")),
+            *sorted((core / "eviction").glob("*.py")), *sorted(adapters.rglob("*.py"))]
+
+
+def source_fingerprint(core: Path | None = None, adapters: Path | None = None) -> str:
+    """SHA-256 of `source_files` (each with its path below its package, so a module moved to another
+    sub-package counts as changed): an editable install keeps its version number across edits."""
     import kvrescue_eval
 
-    core, adapters = Path(kvrescue_eval.__file__).parent, Path(__file__).parent
-    files = [core / "detector.py", core / "stats.py", *sorted((core / "engine").glob("*.py")),
-             *sorted((core / "eviction").glob("*.py")), *sorted(adapters.glob("*.py")),
-             *sorted((adapters / "scorers").glob("*.py"))]
+    core = core or Path(kvrescue_eval.__file__).parent
+    adapters = adapters or Path(__file__).parents[1]
     digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    for path in source_files(core, adapters):
+        name = path.relative_to(adapters if adapters in path.parents else core).as_posix()
+        digest.update(name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

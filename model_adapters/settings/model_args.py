@@ -134,7 +134,7 @@ def _settings(given: dict, options: dict, nodes: dict) -> Settings:
     n_base, n_helper = _counts(mode, {**{k: d for k, (_, d) in nodes["counts"][1].items()}, **given["counts"]})
     switch = top.pop("detector", None) or DETECTOR_DEFAULT[mode]
     detector = _built(DetectorConfig, given["detector"], "detector_") if switch == "on" else None
-    engine = _built(EngineConfig, dict(given["engine"], n_base=n_base, n_helper=n_helper, detector=detector))
+    engine = _built(EngineConfig, given["engine"], n_base=n_base, n_helper=n_helper, detector=detector)
     eviction = _eviction(top.get("evictor", Settings.evictor), options["evictor"], given["eviction"]) \
         if MODES[mode].evicts else None
     backend_options = {node.split(":", 1)[1]: _built(option_class, given[node], nodes[node][0])
@@ -166,13 +166,13 @@ def _counts(mode: str, counts: dict) -> tuple[int, int]:
     return n_base, n_helper
 
 
-def _built(cls, values: dict, prefix: str = ""):
-    """cls(**values), its own check's error naming the model_args given."""
+def _built(cls, given: dict, prefix: str = "", **derived):
+    """cls(**given, **derived), its own check's error naming the model_args given."""
     try:
-        return cls(**values)
+        return cls(**given, **derived)
     except (TypeError, ValueError) as error:
-        given = ", ".join(f"{prefix}{k}={v!r}" for k, v in values.items() if not hasattr(v, "__dataclass_fields__"))
-        raise ValueError(f"model_arg(s) {given or '(defaults)'}: {error}") from None
+        named = ", ".join(f"{prefix}{k}={v!r}" for k, v in given.items())
+        raise ValueError(f"model_arg(s) {named or '(defaults)'}: {error}") from None
 
 
 def _eviction(name: str, options: dict, values: dict):

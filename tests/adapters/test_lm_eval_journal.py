@@ -110,3 +110,24 @@ def test_output_path_from_an_lm_eval_config_file(tmp_path):
     config = tmp_path / "eval.yaml"
     config.write_text("model: kvrescue\noutput_path: runs/from-config\n")
     assert lm_eval_output_path(["lm_eval", "run", "--config", str(config)]) == "runs/from-config"
+
+
+def test_the_source_fingerprint_covers_the_generating_code_of_every_sub_package(tmp_path):
+    import shutil
+
+    import kvrescue_eval
+    from kvrescue_eval.model_adapters.lm_eval import run_journal
+
+    core, adapters = Path(kvrescue_eval.__file__).parent, Path(run_journal.__file__).parents[1]
+    covered = {path.relative_to(adapters).as_posix() for path in run_journal.source_files(core, adapters)
+               if adapters in path.parents}
+    for module in ("hf/policy.py", "hf/evicting_layer.py", "hf/kv_slots.py", "vllm/step_policy.py", "prompts.py",
+                   "scorers/qwen_prm.py", "backends/__init__.py", "settings/tree.py", "lm_eval/requests.py"):
+        assert module in covered, module
+    copy = tmp_path / "model_adapters"
+    shutil.copytree(adapters, copy, ignore=shutil.ignore_patterns("weights", "__pycache__"))
+    before = run_journal.source_fingerprint(core, copy)
+    assert before == run_journal.source_fingerprint(core, adapters)
+    policy = copy / "hf" / "policy.py"
+    policy.write_text(policy.read_text() + "\n# an edit\n")
+    assert run_journal.source_fingerprint(core, copy) != before

@@ -35,7 +35,6 @@ def runs(tmp_path, *arms):
     ("mix_lambda", 0.1, 0.5, "mix_lambda: rescue 0.1, bon 0.5"),
     ("buffer", 128, 64, "buffer: rescue 128, bon 64"),
     ("scorer", "org/PRM-7B", "helper-logprob", "scorer: rescue org/PRM-7B, bon helper-logprob"),
-    ("backends", {"base": "hf"}, {"base": "vllm"}, "backends.base: rescue hf, bon vllm"),
     ("dtype", "bfloat16", "float32", "dtype: rescue bfloat16, bon float32"),
 ])
 def test_a_bon_run_that_differs_is_not_paired_and_says_why(tmp_path, field, rescue_value, other_value, named):
@@ -45,6 +44,8 @@ def test_a_bon_run_that_differs_is_not_paired_and_says_why(tmp_path, field, resc
     (comparison,) = analysis.comparisons
     assert comparison.bon is None and comparison.recovery is None
     assert named in comparison.status and "they are not paired" in comparison.status
+    # the bon run is listed as unpaired with that reason, not as "no rescue run with this base ..."
+    assert [reason for cell, reason in analysis.unpaired if cell.setting.mode == "bon"] == [comparison.status]
 
 
 def test_the_arm_that_shares_the_rescues_settings_is_chosen(tmp_path):
@@ -56,14 +57,32 @@ def test_the_arm_that_shares_the_rescues_settings_is_chosen(tmp_path):
     assert comparison.recovery == pytest.approx(0.5)  # (1/2 - 0) / (1 - 0)
 
 
-def test_full_and_helper_arms_share_the_scorer_and_their_roles_backend(tmp_path):
+def test_full_and_helper_arms_share_the_scorer_but_not_the_backends(tmp_path):
+    """A backend computes the same trajectories (tests/vllm): a rescue on vLLM is compared with arms on
+    transformers. A scored full-KV arm with another scorer is not its arm."""
     analysis = runs(tmp_path, ("full", FULL, info("full", scorer="other-prm")), ("bon", BON, info("bon")),
                     ("rescue", RESCUE, info("rescue", backends={"base": "hf", "helper": "vllm"})),
                     ("helper", BON, info("helper", backends={"helper": "hf"})))
     (comparison,) = analysis.comparisons
     assert comparison.full is None and "scorer: rescue org/PRM-7B, full other-prm" in comparison.status
-    assert comparison.helper is None  # its helper ran on hf, the rescue's on vLLM
-    assert "backends.base" not in comparison.status  # the full run recorded no backends: not compared
+    assert comparison.bon is not None and comparison.helper is not None
+
+
+def test_a_selector_against_fixed_baselines_pairs_only_when_asked(tmp_path, capsys):
+    """The testbed gate judges sabotaged selectors (and a vLLM PRM) against the preset's arms:
+    `--arms-any-scorer`. Recovery by hand: (1/2 - 0) / (1 - 0) = 1/2."""
+    analysis = runs(tmp_path, ("full", FULL, info("full")), ("bon", BON, info("bon")),
+                    ("rescue", RESCUE, info("rescue", scorer="sabotage-random")))
+    (comparison,) = analysis.comparisons
+    assert comparison.recovery is None and "scorer: rescue sabotage-random, bon org/PRM-7B" in comparison.status
+    (comparison,) = analyse(read_runs([tmp_path / "runs"]), any_scorer=True).comparisons
+    assert comparison.recovery == pytest.approx(0.5)
+    assert main(["check", str(tmp_path / "runs"), "--min-recovery", "0.5"]) == 1
+    assert main(["check", str(tmp_path / "runs"), "--min-recovery", "0.5", "--arms-any-scorer"]) == 0
+    out = tmp_path / "out"
+    assert main(["report", str(tmp_path / "runs"), "--out", str(out), "--no-plots", "--arms-any-scorer"]) == 0
+    (row,) = json.loads((out / "report.json").read_text())["tables"]["recovery"]["rows"]
+    assert row["recovery"] == pytest.approx(0.5)
 
 
 def test_a_tasks_generation_kwargs_are_part_of_the_setting(tmp_path):

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from kvrescue_eval.engine.config import EngineConfig
-from kvrescue_eval.engine.scheduler import Engine
+from kvrescue_eval.engine.engine import Engine
 from stepped_policy import SteppedPolicy
 from test_engine import BUDGET, AlternatingScorer, ScriptedScorer, policy, problems
 from tiny_models import incoherent_model, tiny_model

@@ -6,14 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from kvrescue_eval.engine.config import EngineConfig
-from kvrescue_eval.engine.scheduler import Engine
+from kvrescue_eval.engine.engine import Engine
 from kvrescue_eval.engine.scoring import ScoreRequest
 from kvrescue_eval.model_adapters.scorers import SCORERS, build_scorer, scorer_model_args, scorer_options
 from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
-from test_engine import ScriptedScorer, models, policy, problems  # noqa: E402,F401  (models: a fixture)
+from test_engine import ScriptedScorer, config_for_mode, models, policy, problems  # noqa: E402,F401  (models: a fixture)
 from tiny_models import tiny_tokenizer  # noqa: E402
 
 
@@ -68,7 +67,7 @@ def tokenizer():
 
 def engine_run(tokenizer, models, mode, scorer, n=2, count=4):
     base_model, helper_model = models
-    cfg = EngineConfig.for_mode(mode, n, max_steps=6, max_step_tokens=12, max_problems_in_flight=2)
+    cfg = config_for_mode(mode, n, max_steps=6, max_step_tokens=12, max_problems_in_flight=2)
     engine = Engine(policy(base_model, tokenizer, budget=16, name="base") if cfg.n_base else None,
                     policy(helper_model, tokenizer, name="helper") if cfg.n_helper else None, scorer, cfg)
     return engine.run(problems(count))
