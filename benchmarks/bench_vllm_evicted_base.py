@@ -46,9 +46,12 @@ def rows(tokenizer) -> list[list[int]]:
 
 def transformers_decode(model, prompts, decode: int = DECODE) -> tuple[float, float]:
     """(prompt seconds, decode seconds) of the transformers evicted base, all rows in one batch."""
-    from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+    from kvrescue_eval.eviction import EvictionSchedule
+    from kvrescue_eval.model_adapters.hf.evicting_attention import use_evicting_attention
+    from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingCache
 
-    cache = make_evicting_cache(model, budget=BUDGET, buffer=BUFFER, method=METHOD)
+    use_evicting_attention(model)
+    cache = EvictingCache(model.config.num_hidden_layers, EvictionSchedule(METHOD, BUDGET, BUFFER))
     ids = torch.tensor(prompts)
     with torch.no_grad():
         begin = time.perf_counter()

@@ -143,9 +143,12 @@ def run_mode(setup: Setup, args, mode: str, in_flight: int, problems: int) -> di
             prm_seconds[0] += time.perf_counter() - start
 
     scorer.score = timed_score
-    config = EngineConfig.for_mode(mode, args.n, max_steps=args.steps, max_step_tokens=args.step_tokens,
-                                   max_context=args.prompt_tokens + args.steps * args.step_tokens + 1,
-                                   max_problems_in_flight=in_flight, detector=None)
+    from kvrescue_eval.engine.config import MODES
+
+    config = EngineConfig(n_base=args.n if MODES[mode].uses_base else 0,
+                          n_helper=args.n if MODES[mode].uses_helper else 0, max_steps=args.steps, max_step_tokens=args.step_tokens,
+                          max_context=args.prompt_tokens + args.steps * args.step_tokens + 1,
+                          max_problems_in_flight=in_flight, detector=None)
     words = torch.randint(0, len(setup.tokenizer) - 3, (problems, args.prompt_tokens),
                           generator=torch.Generator().manual_seed(1))
     batch = [Problem(i, [{"role": "user", "content": " ".join(f"w{w}" for w in row.tolist())}])
