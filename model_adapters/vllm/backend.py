@@ -1,8 +1,6 @@
-"""The vLLM backend (`vllm`): full-KV roles (the helper, a base in mode full) as step-level policies, and the
-resources of vLLM scorers (a checkpoint's folder and the engine settings of the prm role).
-
-The evicted base (modes rescue and bon) is refused in `check`: vLLM has no per-request KV eviction here;
-serving it means a `policy("base", ...)` built on an evicting engine when `settings.evicts`."""
+"""The vLLM backend (`vllm`): full-KV roles (the helper, a base in mode full) as step-level policies, the
+evicted base (modes rescue and bon) as a token-level policy inside vLLM (model_adapters/vllm/evicted_base),
+and the resources of vLLM scorers (a checkpoint's folder and the engine settings of the prm role)."""
 
 from ..model_files.locate import model_folder
 from .engine import VLLMOptions, engine_kwargs, require_vllm, start_llm
@@ -15,10 +13,8 @@ class VLLMBackend:
 
     @classmethod
     def check(cls, role: str, settings) -> None:
-        if role == "base" and settings.evicts:
-            raise ValueError(f"model_arg base_backend='vllm' is invalid; valid: hf in mode {settings.mode} (vLLM has "
-                             f"no per-request KV eviction); vllm only for a base that keeps its full KV cache "
-                             f"(mode full)")
+        """Every role runs here; what the evicted base refuses is checked when its engine starts, before it
+        loads (evicted_base/engine_args.py), since it reads the checkpoint's model type."""
 
     @classmethod
     def require(cls) -> None:
@@ -33,6 +29,12 @@ class VLLMBackend:
 
     def policy(self, role: str, name: str):
         from .step_policy import VLLMStepPolicy
+
+        if role == "base" and self.settings.evicts:   # the evicted base inside vLLM
+            from .evicted_base.builder import evicted_base_policy
+
+            self.policies[role] = evicted_base_policy(model_folder(name), self.settings, self.engine_kwargs(role))
+            return self.policies[role]
 
         llm = start_llm(model_folder(name), **self.engine_kwargs(role))
         self.policies[role] = VLLMStepPolicy(llm, self.settings.sampling, name=role)

@@ -14,8 +14,6 @@ RESCUE = dict(base=MISSING, helper=MISSING, prm=MISSING)
 @pytest.mark.parametrize("args, names", [
     (dict(RESCUE, helper_backend="sglang"), ["helper_backend='sglang'", "hf, vllm"]),
     (dict(RESCUE, prm_backend="VLLM"), ["prm_backend='VLLM'", "hf, vllm"]),
-    (dict(RESCUE, base_backend="vllm"), ["base_backend='vllm'", "mode rescue", "mode full"]),
-    (dict(RESCUE, mode="bon", base_backend="vllm"), ["base_backend='vllm'", "mode bon"]),
     (dict(RESCUE, scorer="helper-logprob", prm_backend="vllm"), ["prm_backend='vllm'", "scorer=qwen-prm"]),
     (dict(RESCUE, vllm_gpu_memory_utilization=0.5), ["vllm_gpu_memory_utilization", "no role runs on vLLM"]),
     (dict(RESCUE, helper_backend="vllm", vllm_gpu_memory_utilization=1.5), ["vllm_gpu_memory_utilization", "(0, 1]"]),
@@ -40,11 +38,14 @@ def test_backends_and_vllm_settings_parse():
     full = parse_model_args(dict(base=MISSING, prm=MISSING, mode="full", base_backend="vllm"))
     assert full.backends == {"base": "vllm", "prm": "hf"}
     assert parse_model_args(dict(base=MISSING, mode="full", n=1, prm_backend="vllm")).backends == {"base": "hf"}
+    for mode in ("rescue", "bon"):   # the evicted base inside vLLM (model_adapters/vllm/evicted_base)
+        assert parse_model_args(dict(RESCUE, mode=mode, base_backend="vllm")).backends["base"] == "vllm"
 
 
-def test_paper_presets_run_helper_and_prm_on_vllm_and_the_cpu_ones_on_transformers():
+def test_paper_presets_run_every_role_on_vllm_and_the_cpu_ones_on_transformers():
     for preset in ("paper-7b", "paper-72b"):
-        assert parse_model_args({"preset": preset}).backends == {"base": "hf", "helper": "vllm", "prm": "vllm"}
+        assert parse_model_args({"preset": preset}).backends == {"base": "vllm", "helper": "vllm", "prm": "vllm"}
+        assert parse_model_args({"preset": preset, "base_backend": "hf"}).backends["base"] == "hf"
     assert set(parse_model_args({"preset": "smollm2-cpu"}).backends.values()) == {"hf"}
     assert set(parse_model_args({"preset": "recall-cpu"}).backends.values()) == {"hf"}
 

@@ -13,7 +13,9 @@ import pytest
 import torch
 from conftest import ENGINE
 
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+from kvrescue_eval.eviction import EvictionSchedule, build_evictor
+from kvrescue_eval.model_adapters.hf.evicting_attention import use_evicting_attention
+from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingCache
 from kvrescue_eval.model_adapters.vllm.evicted_base.models import engine_overrides
 from kvrescue_eval.model_adapters.vllm.evicted_base.schedule_config import eviction_settings
 
@@ -50,7 +52,9 @@ def compressions_by_definition(prompt: int, forwards: int) -> int:
 
 
 def teacher_forced_logprobs(model, prompt: list[int], tokens: list[int], budget: int | None, method: str) -> list[float]:
-    cache = make_evicting_cache(model, budget=budget, buffer=BUFFER, window=WINDOW, method=method)
+    use_evicting_attention(model)
+    schedule = None if budget is None else EvictionSchedule(build_evictor(method), budget, BUFFER, WINDOW)
+    cache = EvictingCache(model.config.num_hidden_layers, schedule)
     ids, out = torch.tensor([prompt]), []
     with torch.no_grad():
         for token in tokens:
@@ -60,6 +64,7 @@ def teacher_forced_logprobs(model, prompt: list[int], tokens: list[int], budget:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_type,method", [("qwen2", "rkv"), ("qwen2", "snapkv"), ("llama", "rkv"),
                                                ("llama", "snapkv")])
 def test_vllm_evicted_base_equals_the_transformers_evicting_cache(tmp_path, model_type, method):
