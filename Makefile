@@ -1,6 +1,10 @@
-.PHONY: test gate lint bench bench-quick bench-main-job leaderboard leaderboard-screenshot
+.PHONY: test test-fast gate lint bench bench-quick bench-main-job leaderboard leaderboard-screenshot
 
+# everything, as CI; `make test-fast` (a plain pytest) skips the tests marked slow
 test:
+	python -m pytest -q -m "" --ignore=tests/vllm && python -m pytest -q -m "" tests/vllm
+
+test-fast:
 	python -m pytest -q --ignore=tests/vllm && python -m pytest -q tests/vllm
 
 gate:

@@ -17,7 +17,7 @@ import time
 from bench_common import fail, gsm8k_conversations, setup_threads, show, sizes
 from records import machine, record
 
-from kvrescue_eval.engine.scheduler import Engine, Problem
+from kvrescue_eval.engine.engine import Engine, Problem
 from kvrescue_eval.model_adapters.backends import build_components
 from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 from kvrescue_eval.model_adapters.settings.presets import PRESETS

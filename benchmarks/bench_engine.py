@@ -37,7 +37,7 @@ from forward_replay import ForwardShapes
 from records import machine, record
 
 from kvrescue_eval.engine.sampling import candidates
-from kvrescue_eval.engine.scheduler import Engine, Problem
+from kvrescue_eval.engine.engine import Engine, Problem
 from kvrescue_eval.model_adapters.backends import build_components
 from kvrescue_eval.model_adapters.prompts import render_prompt
 from kvrescue_eval.model_adapters.settings.model_args import parse_model_args

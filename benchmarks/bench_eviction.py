@@ -56,7 +56,8 @@ def random_kv(slots: int, generator):
 def full_cache(model, context: int, ours: bool):
     from transformers import DynamicCache
 
-    from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "engine"))  # the tests' helper
+    from hf_probes import make_evicting_cache
 
     generator = torch.Generator().manual_seed(1)
     if not ours:
@@ -73,7 +74,8 @@ def full_cache(model, context: int, ours: bool):
 def evicting_cache(model, context: int, budget: int, buffer: int, slots: int):
     """The evicting cache at logical length `context` holding `slots` slots (a random subset of the
     older positions and the newest ones), `slots - budget` tokens after its last compression."""
-    from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "engine"))  # the tests' helper
+    from hf_probes import make_evicting_cache
 
     generator = torch.Generator().manual_seed(2)
     cache = make_evicting_cache(model, budget=budget, buffer=buffer, method="rkv")
@@ -132,13 +134,13 @@ def fill(layer, keys, values, positions, seen, queries):
     from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingLayer
     from kvrescue_eval.model_adapters.hf.kv_slots import SlotStore
 
-    bound = layer.policy.slots(layer.layer, layer.num_layers) if layer.policy is not None else None
+    bound = layer.schedule.slots(layer.layer, layer.num_layers) if layer.schedule is not None else None
     store = SlotStore.empty(1, keys.shape[1], keys.shape[-1], values.shape[-1], keys.dtype, keys.device, bound,
                             keys.shape[2])
     store.append(keys, values)
     store.write_positions(positions[None])
     store.seen = [seen]
-    return EvictingLayer(layer.policy, store, queries, layer.layer, layer.num_layers)
+    return EvictingLayer(layer.schedule, store, queries, layer.layer, layer.num_layers)
 
 
 def main():

@@ -12,13 +12,17 @@ interval after the first compression (1.0: flat). Each interval spans at least o
 compression cycle, so a peak is the bound itself, which is also computed from the model's shape.
 """
 
+import sys
+from pathlib import Path
+
 import torch
 
 from bench_common import fail, gsm8k_conversations, load_smollm2_sdpa, setup_threads, show, sizes
 from records import machine, record
 
 from kvrescue_eval.engine.sampling import SamplingParams, filtered_probs
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "engine"))  # the tests' helper
+from hf_probes import make_evicting_cache  # noqa: E402
 from kvrescue_eval.model_adapters.prompts import render_prompt
 
 BUDGET = 64

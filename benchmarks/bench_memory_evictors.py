@@ -20,7 +20,8 @@ from transformers import Qwen2Config, Qwen2ForCausalLM
 from records import machine
 
 from kvrescue_eval.eviction import EVICTORS
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "engine"))  # the tests' helper
+from hf_probes import make_evicting_cache  # noqa: E402
 
 PROMPT, GENERATED, BUDGET, BUFFER, LAYERS = 40, 1024, 32, 16, 2
 OUT = Path(__file__).resolve().parents[1] / "docs" / "results" / "bench_memory_evictors.json"
@@ -53,10 +54,10 @@ def main():
     rows, failed = [], []
     for name in EVICTORS:
         cache, sizes, widths = trace(model, name)
-        bound = cache.policy.kv_bytes(num_layers=LAYERS, kv_heads=heads, key_dim=dim, value_dim=dim, itemsize=4,
+        bound = cache.schedule.kv_bytes(num_layers=LAYERS, kv_heads=heads, key_dim=dim, value_dim=dim, itemsize=4,
                                       extra_per_slot=heads * 9)
         rows.append({"evictor": name, "bound_bytes": bound, "max_bytes": max(sizes), "min_bytes": min(sizes),
-                     "max_slots_per_head": max(widths), "slots_by_layer": [cache.policy.slots(i, LAYERS) for i in range(LAYERS)],
+                     "max_slots_per_head": max(widths), "slots_by_layer": [cache.schedule.slots(i, LAYERS) for i in range(LAYERS)],
                      "tokens": PROMPT + GENERATED})
         if max(sizes) > bound:
             failed.append(name)

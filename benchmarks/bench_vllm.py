@@ -21,6 +21,7 @@ the overlapped run (vLLM's per-request `num_cached_tokens`, prefix cache emptied
 """
 
 import os
+import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -34,9 +35,11 @@ from records import record  # noqa: E402
 
 from kvrescue_eval.engine.policy import StepRequest  # noqa: E402
 from kvrescue_eval.engine.sampling import SamplingParams, stream_seed  # noqa: E402
-from kvrescue_eval.engine.scheduler import Engine, Problem  # noqa: E402
+from kvrescue_eval.engine.engine import Engine, Problem  # noqa: E402
 from kvrescue_eval.engine.scoring import ScoreRequest  # noqa: E402
-from kvrescue_eval.engine.stepped import SteppedPolicy  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "engine"))  # SteppedPolicy lives with the tests
+from stepped_policy import SteppedPolicy  # noqa: E402
 
 SAMPLING = SamplingParams(0.8, 0.95, 20)
 N = 8

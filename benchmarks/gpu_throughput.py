@@ -105,8 +105,9 @@ def build(args) -> Setup:
 def run_mode(setup: Setup, args, mode: str, in_flight: int, problems: int) -> dict:
     from kvrescue_eval.engine.config import EngineConfig
     from kvrescue_eval.engine.sampling import SamplingParams
-    from kvrescue_eval.engine.scheduler import Engine, Problem
-    from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+    from kvrescue_eval.engine.engine import Engine, Problem
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "engine"))  # the tests' helper
+    from hf_probes import make_evicting_cache
     from kvrescue_eval.model_adapters.hf.policy import HFPolicy
     from kvrescue_eval.model_adapters.scorers.qwen_prm import QwenPRMScorer
 

@@ -20,14 +20,12 @@ SCRIPTS = [
     "bench_grading.py",
     "bench_eviction.py",
     "bench_engine.py",
-    "bench_base_decode.py",
     "bench_memory.py",
     "bench_prm_prefix.py",
     "bench_decode_cost.py",
     "bench_vllm.py",
 ]
-REQUIRED = ["engine_overhead", "batching_speedup", "base_decode_speedup",
-            "base_kv_growth", "prm_prefix_speedup_30",
+REQUIRED = ["engine_overhead", "batching_speedup", "base_kv_growth", "prm_prefix_speedup_30",
             "eviction_crossover_tokens", "rescue_vs_bon_base_tokens", "vllm_helper_speedup", "prm_vllm_vs_hf",
             "overlap_gain", "prefix_cache_hit_rate"]
 

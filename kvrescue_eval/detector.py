@@ -32,8 +32,12 @@ class DetectorConfig:
     gzip_chars: int = 800
 
     def __post_init__(self):
-        if self.window < 1 or self.guard < 0 or self.gzip_chars < 1:
-            raise ValueError(f"detector: window must be >= 1, guard >= 0, gzip_chars >= 1; got {self}")
+        limits = {"entropy_threshold": (0, "a number >= 0 (nats)"), "window": (1, "an integer >= 1"),
+                  "guard": (0, "an integer >= 0"), "gzip_threshold": (0, "a number >= 0"),
+                  "gzip_chars": (1, "an integer >= 1")}
+        for name, (lowest, valid) in limits.items():
+            if not getattr(self, name) >= lowest:  # also refuses nan
+                raise ValueError(f"detector {name}={getattr(self, name)!r} is invalid; valid: {valid}")
 
 
 def gzip_ratio(text: str, chars: int = 800) -> float:

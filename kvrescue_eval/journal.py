@@ -55,11 +55,46 @@ def key_of(line_key) -> Hashable:
     return tuple(key_of(part) for part in line_key) if isinstance(line_key, list) else line_key
 
 
+_HEADER_START = json.dumps({"journal": MAGIC}).encode("ascii")[:-1]  # b'{"journal": "kvrescue"'
+
+
+def check_path(path) -> Path:
+    """Refuses, before anything is loaded or fingerprinted, a journal path that cannot be one: a folder,
+    a path under a file, a place this process cannot write, or an existing file that is not a journal of
+    this format. Reads at most the file's first line; the identity is checked when the journal is opened."""
+    path = Path(path)
+    if path.is_dir():
+        raise JournalError(f"journal {path} is a folder; give model_arg journal=PATH a file name (e.g. "
+                           f"{path / 'journal.jsonl'})")
+    folder = next((parent for parent in path.parents if parent.exists()), Path("."))
+    if not folder.is_dir():
+        raise JournalError(f"journal {path}: {folder} is a file, not a folder; choose another journal=PATH")
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        raise JournalError(f"journal {path}: {'the file' if path.exists() else folder} is not writable by this "
+                           f"process; choose another journal=PATH")
+    if path.exists() and path.stat().st_size:
+        with open(path, "rb") as handle:
+            first = handle.readline()
+        try:
+            header = json.loads(first)
+        except ValueError:
+            header = None
+        if isinstance(header, dict) and header.get("journal") == MAGIC:
+            if header.get("format") != FORMAT:
+                raise JournalError(f"journal {path} has format {header.get('format')!r}; this version reads "
+                                   f"format {FORMAT}: use another journal=PATH")
+        elif first.endswith(b"\n") or not _HEADER_START.startswith(first[:len(_HEADER_START)]):
+            # (a header torn by a crash, the start of one without its newline, is dropped when opened)
+            raise JournalError(f"{path} is not a kvrescue journal (first line: {first[:120]!r}); "
+                               f"choose another model_arg journal=PATH")
+    return path
+
+
 class Journal:
     """An open journal: `entries` maps problem keys to recorded results; `record` appends one."""
 
     def __init__(self, path, identity: dict, info: dict | None = None, run: dict | None = None):
-        self.path = Path(path)
+        self.path = check_path(path)
         self.identity = json.loads(json.dumps(identity))  # as it will read back
         self.entries: dict[Hashable, dict] = {}
         self.torn: str | None = None  # what was dropped from a torn last line, if anything

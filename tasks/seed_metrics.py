@@ -13,6 +13,10 @@ Correctness metrics:
 - `exact_match_boxed`: right under mode qwen AND the answer was taken from a \\boxed{} (the paper's
   Table 5 metric, "boxed and correct").
 
+`degenerated` (the paper's Table 2): long (>= 256 committed steps) and incorrect, where correct is the
+benchmark's primary metric (the benchmark table's: boxed and correct on the math benchmarks, as Table 2's
+accuracy), so a right answer that was not boxed counts as incorrect there too.
+
 Engine statistics are reported only when every response carries them (a `TextWithStats` of the
 `kvrescue` model): stock lm-eval models report the correctness metrics alone, and lm-eval then simply
 shows no row for the statistics.
@@ -30,6 +34,7 @@ import statistics
 
 import numpy
 
+from kvrescue_eval import benchmarks
 from kvrescue_eval.stats import DEGENERATION_MIN_STEPS, STAT_KEYS, carries_statistics
 
 MODES = {"exact_match": "qwen", "exact_match_strict": "strict"}
@@ -55,12 +60,13 @@ def score_responses(doc, results, *, benchmark):
         for metric in (*MODES, BOXED):
             metrics[metric + SEED_STD_SUFFIX] = metrics[metric]
     if responses and all(map(carries_statistics, responses)):
-        metrics.update(engine_statistics(responses, metrics["exact_match"]))
+        metrics.update(engine_statistics(responses, metrics[benchmarks.benchmark(benchmark).metric]))
     return metrics
 
 
 def engine_statistics(responses, verdicts):
-    """Per-seed engine statistics; `degenerated`: long (>= 256 steps) and wrong, as in the paper."""
+    """Per-seed engine statistics; `degenerated`: long (>= 256 steps) and wrong, as in the paper, where
+    `verdicts` are the per-seed verdicts of the task's primary metric."""
     metrics = {key: [response.stats[key] for response in responses] for key in STAT_KEYS}
     metrics["degenerated"] = [
         int(response.stats["steps"] >= DEGENERATION_MIN_STEPS and not correct)

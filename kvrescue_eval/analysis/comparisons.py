@@ -9,8 +9,10 @@ another N is never used in its place):
 - helper (optional, for Figure 5): the helper model alone at the same N (mode "helper" with that helper,
   or a full run whose model is the helper, e.g. a stock `--model hf` run when N = 1).
 Arms must also share the rescue's step and context limits (max_steps, max_step_tokens, max_context)
-when they record them. Recovery = (A_rescue - A_bon) / (A_full - A_bon) on the chosen accuracy metric
-(default exact_match_boxed); undefined when A_full == A_bon. A comparison with a missing arm is
+when they record them, and what else of the rescue's setting applies to them (sampling, scorer, buffer,
+eviction options, backends: analysis/identity.py); results that differ in any recorded field that changes
+them are separate cells, never pooled. Recovery = (A_rescue - A_bon) / (A_full - A_bon) on the chosen accuracy metric
+(default: the task's primary metric, exact_match_boxed on the math benchmarks); undefined when A_full == A_bon. A comparison with a missing arm is
 reported incomplete, naming the arm and the exact lm_eval command that would produce it.
 """
 
@@ -18,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
+from kvrescue_eval.analysis.identity import label_variants, mismatches, with_generation
 from kvrescue_eval.analysis.missing_runs import arm_command
 from kvrescue_eval.analysis.reruns import newest
 from kvrescue_eval.analysis.seeds import pool
@@ -30,6 +33,7 @@ class Cell:
     setting: object
     benchmark: str
     runs: list
+    metric: str        # the accuracy metric of `accuracy`
     accuracy: object   # SeedSummary of the chosen metric
     metrics: dict      # accuracy metric name -> SeedSummary (those every run of the cell reports)
     stats: dict
@@ -78,19 +82,32 @@ class Analysis:
     cells: list
     comparisons: list
     unpaired: list  # (cell, reason) for cells that no complete comparison uses
-    metric: str = "exact_match_boxed"
+    metric: str = "exact_match_boxed"  # the cells' accuracy metric, or which metric each benchmark's is
     superseded: list = field(default_factory=list)  # reruns.Superseded: older results a newer one replaces
+    not_pooled: list = field(default_factory=list)  # why settings that look alike were kept apart
 
 
-def analyse(runs):
+def analyse(runs, any_scorer=False):
+    """`any_scorer`: pair a rescue run with baseline arms whatever their scorer (a selector compared against
+    fixed baselines); by default a scored arm must have the rescue's scorer (analysis/identity.py)."""
     superseded = []
     cells = build_cells(runs, superseded)
-    comparisons = [compare(cell, cells) for cell in cells if cell.setting.mode == "rescue"]
+    not_pooled = label_variants(cells)
+    comparisons = [compare(cell, cells, any_scorer) for cell in cells if cell.setting.mode == "rescue"]
     used = {id(c) for comp in comparisons if comp.complete for c in (comp.rescue, comp.bon, comp.full, comp.helper)}
     unpaired = [(cell, _unpaired_reason(cell, comparisons)) for cell in cells if id(cell) not in used]
-    metrics = {run.metric for run in runs}
-    return Analysis(cells, comparisons, unpaired, metrics.pop() if len(metrics) == 1 else "exact_match_boxed",
-                    superseded)
+    return Analysis(cells, comparisons, unpaired, metric_description(cells), superseded, not_pooled)
+
+
+def metric_description(cells):
+    """The accuracy metric of the cells: its name when they share one, else which is whose."""
+    by_metric = defaultdict(set)
+    for cell in cells:
+        by_metric[cell.metric].add(cell.benchmark)
+    if len(by_metric) <= 1:
+        return next(iter(by_metric), "exact_match_boxed")
+    return "each task's primary metric (" + "; ".join(
+        f"{metric}: {', '.join(sorted(benches))}" for metric, benches in sorted(by_metric.items())) + ")"
 
 
 def _unpaired_reason(cell, comparisons):
@@ -99,6 +116,16 @@ def _unpaired_reason(cell, comparisons):
     waiting = [c for c in comparisons if any(cell is arm for arm in (c.bon, c.full, c.helper))]
     if waiting:  # it is an arm of a comparison that lacks another arm: say which
         return "; ".join(dict.fromkeys(c.status for c in waiting))
+    s = cell.setting
+
+    def could_use(comp):  # a rescue run that this bon or full cell is the arm of, but for what it differs in
+        r = comp.rescue.setting
+        return (comp.rescue.benchmark == cell.benchmark and (r.n, r.base) == (s.n, s.base) and not comp.complete
+                and (s.mode == "full" or (s.mode == "bon" and (r.evictor, r.budget) == (s.evictor, s.budget))))
+
+    looked_at = [c for c in comparisons if could_use(c)]
+    if looked_at:  # a rescue run could have used it, but it differs or is one of several: say so
+        return "; ".join(dict.fromkeys(c.status for c in looked_at))
     if cell.setting.mode == "bon":
         return "no rescue run with this base, N, evictor and budget"
     return "reference only: no complete rescue comparison uses it"
@@ -110,7 +137,7 @@ def build_cells(runs, superseded=None):
     members = defaultdict(list)
     for run in runs:
         for task in run.tasks.values():
-            members[(run.setting, task.benchmark, run.seed)].append((run, task))
+            members[(with_generation(run.setting, task.generation), task.benchmark, run.seed)].append((run, task))
     grouped = defaultdict(list)
     for (setting, benchmark, _), results in members.items():
         kept, older = newest(results)
@@ -128,7 +155,8 @@ def build_cells(runs, superseded=None):
                 stats[key] = sum(values) / len(values)
         metrics = {name: pool(t.metrics[name] for t in tasks) for name in tasks[0].metrics
                    if all(name in t.metrics for t in tasks)}
-        cells.append(Cell(setting, benchmark, [run for run, _ in members], pool(t.accuracy for t in tasks),
+        cells.append(Cell(setting, benchmark, [run for run, _ in members], tasks[0].metric,
+                          pool(t.accuracy for t in tasks),
                           metrics, stats, tasks[0].version, tasks[0].config_sha256, tasks[0].n_samples))
     cells.sort(key=lambda c: (c.setting.sort_key(), c.benchmark))
     return cells
@@ -142,6 +170,10 @@ def _check_consistency(members):
             first[task.benchmark] = (run, task)
             continue
         other_run, other = first[task.benchmark]
+        if task.metric != other.metric:
+            raise AnalysisInputError(run.path, f"results.{task.task}",
+                                     f"{task.benchmark}: accuracy read as {task.metric} here, as {other.metric} in "
+                                     f"{other_run.path}; pass one --metric for both")
         if task.version != other.version:
             raise AnalysisInputError(run.path, f"versions.{task.task}",
                                      f"mixed task versions: {task.version!r} here, {other.version!r} in "
@@ -161,7 +193,7 @@ def _same_limits(arm, rescue):
     return all(getattr(arm.setting, name) in (None, getattr(rescue.setting, name)) for name in LIMITS)
 
 
-def compare(rescue, cells):
+def compare(rescue, cells, any_scorer=False):
     s, benchmark = rescue.setting, rescue.benchmark
     candidates = [c for c in cells if c.benchmark == benchmark and c.setting.n == s.n and _same_limits(c, rescue)]
     bons = [c for c in candidates if c.setting.mode == "bon" and c.setting.base == s.base
@@ -173,18 +205,25 @@ def compare(rescue, cells):
     chosen = {}
     for arm, found in (("bon", bons), ("full", fulls)):
         without_detector = [c for c in found if c.setting.detector == "off"]
-        chosen[arm] = _unique(without_detector)
-        if len(without_detector) != 1:
-            missing.append(_absence(rescue, arm, without_detector, found, cells))
-    return Comparison(rescue, chosen["bon"], chosen["full"], _unique(helpers), missing)
+        usable = [c for c in without_detector if not mismatches(c, rescue, arm, any_scorer)]
+        chosen[arm] = _unique(usable)
+        if len(usable) != 1:
+            missing.append(_absence(rescue, arm, usable, without_detector, found, cells, any_scorer))
+    return Comparison(rescue, chosen["bon"], chosen["full"],
+                      _unique([c for c in helpers if not mismatches(c, rescue, "helper", any_scorer)]), missing)
 
 
-def _absence(rescue, arm, usable, found, cells):
+def _absence(rescue, arm, usable, without_detector, found, cells, any_scorer):
     s = rescue.setting
     if len(usable) > 1:
-        return f"{len(usable)} {arm} settings match (they differ in scorer or buffer): ambiguous"
+        return (f"{len(usable)} {arm} settings match: ambiguous ("
+                + "; ".join(c.setting.variant or "no variant" for c in usable) + ")")
     what = f"no {arm} run at N={s.n} with base {s.base}" + (f", {s.evictor} B={s.budget}" if arm == "bon" else "")
-    if found:
+    if without_detector:
+        differing = [f"{'; '.join(mismatches(c, rescue, arm, any_scorer))}" for c in without_detector]
+        what += (" that shares the rescue's settings (found " + str(len(without_detector)) + " that differ: "
+                 + " | ".join(differing) + "; they are not paired)")
+    elif found:
         what += " and the detector off (found only runs with detector=on; the paper's baselines have no early exit)"
     else:
         other_n = sorted({c.setting.n for c in cells if c.benchmark == rescue.benchmark and c.setting.mode == arm

@@ -2,15 +2,19 @@
 
 For a decoder with L layers, h_kv key/value heads of size d_h, hidden size d and P parameters:
 - KV cache per token: 2 * L * h_kv * d_h * bytes (keys and values; bf16 = 2 bytes);
-- decode FLOPs per generated token at context l: 2P + 4 * L * d * l (weights, then q.k and a.v);
-- an evicted cache holds at most B' = B + buffer slots, so the base attends to min(l, B') slots;
+- decode FLOPs per generated token at context l with a full cache: 2P + 4 * L * d * l (weights, then q.k and
+  a.v);
+- an evicted cache holds at most B' = B + buffer slots, so the base attends to min(l, B') slots, and eviction
+  (scoring the slots, gathering the kept ones) costs alpha times that attention on top (Eq. 13):
+  2P + (1 + alpha) * 4 * L * d * min(l, B');
 - memory for N trajectories at context l: full N * l * kv, evicted N * min(l, B') * kv, and KV-Rescue
   adds the helper's full cache N * l * kv_helper;
-- helper fraction rho: helper decode FLOPs per token (full context l) over the evicted base's
-  (context min(l, B')): the extra compute a rescue step costs relative to the base;
-- eviction crossover l* = (1 + alpha) * B': for alpha the eviction overhead relative to
-  attending to B' slots, beyond l* an evicted cache is cheaper than a full one. The paper measured
-  alpha = 2.9 (PAPER_ALPHA), the default.
+- helper fraction rho (Eq. 15): the helper's decode FLOPs per token at full context l over the evicted base's
+  (Eq. 13): (2P_h + 4 L_h d_h l) / (2P_b + (1 + alpha) 4 L_b d_b min(l, B')), the extra compute a rescue
+  step costs relative to the base;
+- eviction crossover l* = (1 + alpha) * B', where the full and the evicted base's attention terms are equal:
+  beyond l* an evicted cache is cheaper than a full one. The paper measured alpha = 2.9 (PAPER_ALPHA), the
+  default.
 P is counted from the config (embeddings, attention with Qwen2's q/k/v biases, SwiGLU MLP, norms,
 and the output head unless tied).
 """
@@ -74,9 +78,10 @@ class ModelShape:
     def flops_per_context_token(self):
         return 4 * self.layers * self.hidden
 
-    def decode_flops(self, context):
-        """FLOPs to generate one token while attending to `context` cached tokens."""
-        return 2 * self.parameters + self.flops_per_context_token * context
+    def decode_flops(self, context, alpha=0.0):
+        """FLOPs to generate one token while attending to `context` cached tokens; `alpha` is the eviction
+        overhead on the attention term of an evicted cache (Eq. 13), 0 for a full cache."""
+        return 2 * self.parameters + (1 + alpha) * self.flops_per_context_token * context
 
 
 def load_shape(spec):
@@ -167,10 +172,16 @@ class CostReport:
         return (1 + self.alpha) * self.physical_budget
 
     @property
+    def evicted_decode_flops(self):
+        """The evicted base's decode FLOPs per token (Eq. 13): 2P + (1 + alpha) 4Ld min(l, B')."""
+        return self.base.decode_flops(self.evicted_slots, self.alpha)
+
+    @property
     def helper_fraction(self):
+        """rho (Eq. 15): the full-context helper's decode FLOPs per token over the evicted base's."""
         if not self.helper:
             return None
-        return self.helper.decode_flops(self.context) / self.base.decode_flops(self.evicted_slots)
+        return self.helper.decode_flops(self.context) / self.evicted_decode_flops
 
     def rows(self):
         """(quantity, value, unit) for printing."""
@@ -189,10 +200,11 @@ class CostReport:
                  ("full / evicted memory", self.memory_ratio, "x")]
         if self.helper:
             rows += [(f"KV-Rescue memory (evicted base + full helper), N={self.n}", self.memory_rescue / GIB, "GiB"),
-                     ("helper fraction rho (helper / evicted-base decode FLOPs)", 100 * self.helper_fraction, "%")]
+                     ("helper fraction rho (Eq. 15: helper / evicted-base decode FLOPs)", 100 * self.helper_fraction, "%")]
         rows += [(f"base decode FLOPs at context {self.context}, full", self.base.decode_flops(self.context) / 1e9,
                   "GFLOP/token"),
-                 ("base decode FLOPs, evicted", self.base.decode_flops(self.evicted_slots) / 1e9, "GFLOP/token"),
+                 ("base decode FLOPs, evicted (2P + (1 + alpha) 4Ld min(l, B'))", self.evicted_decode_flops / 1e9,
+                  "GFLOP/token"),
                  (f"eviction crossover l* = (1 + alpha) B', alpha={self.alpha}"
                   + (" (the paper's measured overhead)" if self.alpha == PAPER_ALPHA else " (--alpha)"),
                   self.crossover, "tokens")]

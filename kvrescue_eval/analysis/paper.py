@@ -14,6 +14,8 @@ import io
 from functools import lru_cache
 from importlib import resources
 
+from kvrescue_eval import benchmarks as benchmark_table
+
 CITATION = "arXiv:2608.15797"
 NOTE = "reported by the paper, not reproduced here"
 BASES = {"7B": "Qwen/Qwen2.5-Math-7B-Instruct", "72B": "Qwen/Qwen2.5-Math-72B-Instruct"}
@@ -21,9 +23,11 @@ HELPER = "Qwen/Qwen2.5-Math-1.5B-Instruct"
 PRM = "Qwen/Qwen2.5-Math-PRM-7B"
 EVICTOR, BUFFER = "rkv", 128
 PROTOCOL = {"max_steps": 1024, "max_step_tokens": 512, "max_context": 4096}
-BENCHMARKS = ("math500", "aime24", "amc23", "gsm8k", "olympiadbench")
-SEEDS = {"aime24": 5, "amc23": 5}  # the others: one seed
-PROBLEMS = {"math500": 500, "aime24": 30, "amc23": 40, "gsm8k": 1319, "olympiadbench": 675}
+BENCHMARKS = ("math500", "aime24", "amc23", "gsm8k", "olympiadbench")  # the columns of its tables
+# Its protocol on them is the benchmark table's (kvrescue_eval/benchmarks.py): every problem, 5 seeds on
+# AIME24 and AMC23, one on the others.
+SEEDS = {name: benchmark_table.benchmark(name).seeds for name in BENCHMARKS}
+PROBLEMS = {name: benchmark_table.benchmark(name).problems for name in BENCHMARKS}
 TABLE2_METHODS = {"full": "full", "bon": "bon", "+ interleaving": "interleaving", "+ early exit": "rescue"}
 
 
@@ -161,7 +165,7 @@ def reference_submissions():
             "benchmarks": {bench: {"num_problems": PROBLEMS[bench],
                                    "pass_at_1": {"boxed": {"mean": round(mean, 6),
                                                            "std": None if std is None else round(std, 6),
-                                                           "num_seeds": SEEDS.get(bench, 1)}}}
+                                                           "num_seeds": SEEDS[bench]}}}
                            for bench, (mean, std) in benchmarks.items()},
         })
     return documents

@@ -29,8 +29,8 @@ def table5_side_by_side(cells, metric):
                    paper_mean=reported[0] if reported else None, paper_std=reported[1] if reported else None,
                    difference=_difference(cell.accuracy.mean, reported[0] if reported else None),
                    note=None if reported else _why_no_row(cell.setting))
-        if reported and metric != "exact_match_boxed":
-            row["note"] = f"ours is {metric}; the paper's is boxed and correct (exact_match_boxed)"
+        if reported and cell.metric != "exact_match_boxed":
+            row["note"] = f"ours is {cell.metric}; the paper's is boxed and correct (exact_match_boxed)"
         rows.append(row)
     columns = SETTING_COLUMNS + ("benchmark", "ours_mean", "ours_std", "paper_mean", "paper_std", "difference", "note")
     formats = {col: percent for col in ("ours_mean", "ours_std", "paper_mean", "paper_std", "difference")}

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.runs import model_args_pairs
 from kvrescue_eval.journal import differences
+from kvrescue_eval.run_record import RunRecord
 
-# Fields of the `kvrescue` block that describe what one process did, not the experiment: they differ between
-# a run and its rerun (resumed problems, out-of-memory retries, vLLM cache statistics, batching, processes),
-# or label it (the preset is spelled out in the other fields, the seed's source in `seed`).
-RUN_DEPENDENT = ("preset", "seed_source", "max_problems_in_flight", "data_parallel_processes", "device_map",
-                 "vllm_statistics", "totals", "run")
+# Fields of the `kvrescue` block that describe what one process did, not the experiment (RunRecord's `process`
+# fields): they differ between a run and its rerun, or label it.
+RUN_DEPENDENT = RunRecord.process_fields()
 # What lm-eval records about a stock model's run besides its model_args.
 STOCK_FIELDS = ("model", "gen_kwargs", "random_seed", "numpy_seed", "torch_seed", "fewshot_seed")
 # Model_args of stock models that change batching only.

@@ -4,19 +4,22 @@
 and beside it `samples_<task>_<date>.jsonl` (one JSON object per document and filter). With an
 output path ending in `.json` it writes `<stem>_<date>.json` and the samples into its folder.
 
-A run is classified by the `kvrescue` block that the `kvrescue` model puts into `results["config"]`.
+A run is classified by the `kvrescue` block that the `kvrescue` model puts into `results["config"]`, read as
+its typed record (`kvrescue_eval/run_record.py`, `RunRecord`).
 A run without that block (stock `--model hf`, `vllm`, ...) is a full-KV run of the model named by
 `pretrained=` (or `model=`/`path=`) in its model_args: mode "full", N=1, no evictor, no budget, no
 detector. It serves as the full-KV reference of that model when it is the base, and as the helper-alone
 reference when it is the helper. Model names are canonicalised (analysis/model_identity.py), so a stock
 run on the converted SmolLM2 folder is a run of `smollm2`.
 
-Accuracy: `metric` (default `exact_match_boxed`, the paper's "boxed and correct") is the accuracy that
-recovery, the Table 5 layout and the gate use; the other accuracy metrics a task reports
-(ACCURACY_METRICS) are read beside it. Seed spreads are population standard deviations (ddof 0).
+Accuracy: `metric` is the accuracy that recovery, the Table 5 layout and the gate use; by default (None)
+each task's primary metric: that of its row in the benchmark table (exact_match_boxed, the paper's "boxed
+and correct", on the math benchmarks), else the first of the task's `metric_list` (pass_at_1 on the
+kv_recall testbed). The other accuracy metrics a task reports (ACCURACY_METRICS) are read beside it.
+Seed spreads are population standard deviations (ddof 0).
 
 The detector of a kvrescue run is the recorded `detector` ("on"/"off"); runs written before that was
-recorded ran with the detector on in every mode, which is what they are read as.
+recorded ran with the detector on in every mode, which is what they are read as (RunRecord's default).
 """
 
 import hashlib
@@ -25,26 +28,34 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvrescue_eval import benchmarks
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.model_identity import model_identity
 from kvrescue_eval.analysis.seeds import SeedSummary
 from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.run_record import RecordError, RunRecord
 from kvrescue_eval.stats import STAT_KEYS
 
-DEFAULT_METRIC = "exact_match_boxed"
 # Accuracy metrics of our math tasks, read beside the chosen one when a task reports them.
 ACCURACY_METRICS = ("exact_match_boxed", "exact_match", "exact_match_strict")
 ENGINE_STATS = STAT_KEYS + ("degenerated",)
-# lm-eval task name -> benchmark name; other tasks keep their own name.
-BENCHMARK_OF_TASK = {"aime24_qwen": "aime24", "gsm8k_qwen": "gsm8k"}
 _DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 _STOCK_MODEL_KEYS = ("pretrained", "model", "path", "engine")
 
 
+# Fields of config.kvrescue that change results beside the Setting's named ones: a setting's identity includes
+# them (runs that differ in one are never pooled) and a comparison's arms must share those that apply to them
+# (comparisons.py). What one process did (RUN_DEPENDENT in reruns.py), the seed and the device are not in it.
+IDENTITY_FIELDS = ("prm", "scorer_options", "window", "mix_lambda", "evictor_options", "temperature", "top_p",
+                   "top_k", "detector_settings", "dtype", "backends")
+
+
 @dataclass(frozen=True)
 class Setting:
-    """What was run, without the benchmark and the seed."""
+    """What was run, without the benchmark and the seed. `identity` holds the other recorded fields that change
+    results (IDENTITY_FIELDS, as (name, canonical JSON) pairs); `variant` names, in a report, what tells this
+    setting from another one whose named fields are the same (None when no other one is)."""
     base: str
     mode: str
     n: int
@@ -57,17 +68,25 @@ class Setting:
     max_steps: int | None = None        # None: not a kvrescue run (a stock model has its own limits)
     max_step_tokens: int | None = None
     max_context: int | None = None
+    identity: tuple = ()
+    variant: str | None = None
 
     def sort_key(self):
         return (self.base, list(MODES).index(self.mode), self.evictor or "", self.budget or 0, self.n,
                 self.helper or "", self.scorer or "", self.buffer or 0, self.detector,
-                self.max_steps or 0, self.max_step_tokens or 0, self.max_context or 0)
+                self.max_steps or 0, self.max_step_tokens or 0, self.max_context or 0, self.identity)
+
+    def recorded(self, name):
+        """An identity field's value as recorded (decoded), or KeyError when the run did not record it."""
+        return json.loads(dict(self.identity)[name])
 
 
 @dataclass
 class TaskResult:
     task: str
     benchmark: str
+    metric: str            # the accuracy metric read as its accuracy
+    generation: str | None  # what the task was generated with (config.kvrescue.generation), canonical JSON
     version: object
     config_sha256: str
     n_samples: int
@@ -85,7 +104,7 @@ class Run:
     tasks: dict = field(default_factory=dict)  # task name -> TaskResult
     model_info: dict = field(default_factory=dict)
     config: dict = field(default_factory=dict)  # results["config"] as lm-eval wrote it
-    metric: str = DEFAULT_METRIC
+    metric: str | None = None  # the metric asked for; None: each task's primary metric
     date: float | None = None  # lm-eval's recorded start of the run (seconds since the epoch)
 
     @property
@@ -119,11 +138,24 @@ def find_results_files(paths):
     return found
 
 
-def read_runs(paths, metric=DEFAULT_METRIC):
+def read_runs(paths, metric=None):
     return [read_run(p, metric) for p in find_results_files(paths)]
 
 
-def read_run(results_path, metric=DEFAULT_METRIC):
+def primary_metric(task, task_config):
+    """The accuracy a task is judged by: its benchmark table row's metric, else the first metric of its
+    `metric_list` (as lm-eval records the task's config), else None."""
+    row = benchmarks.of_task(task)
+    if row is not None:
+        return row.metric
+    for entry in (task_config or {}).get("metric_list") or ():
+        name = entry.get("metric") if isinstance(entry, dict) else None
+        if isinstance(name, str):
+            return name
+    return None
+
+
+def read_run(results_path, metric=None):
     results_path = Path(results_path)
     data = load_json_object(results_path)
     results = _require(data, "results", dict, results_path)
@@ -133,17 +165,21 @@ def read_run(results_path, metric=DEFAULT_METRIC):
               model_info=config.get("kvrescue") or {}, config=config, metric=metric,
               date=data["date"] if isinstance(data.get("date"), (int, float)) else None)
     groups = {name for name, children in (data.get("group_subtasks") or {}).items() if children}
+    configs = data.get("configs") or {}
     for task, metrics in results.items():
         if task in groups or not isinstance(metrics, dict):
             continue
-        if not any(key.startswith(metric + ",") for key in metrics):
+        chosen = metric or primary_metric(task, configs.get(task))
+        if chosen is None or not any(key.startswith(chosen + ",") for key in metrics):
             continue
-        run.tasks[task] = _read_task(data, task, metrics, metric, results_path)
+        run.tasks[task] = _read_task(data, task, metrics, chosen, results_path)
     if not run.tasks:
         reported = sorted({key.split(",")[0] for metrics in results.values() if isinstance(metrics, dict)
                            for key in metrics if "," in key and not key.split(",")[0].endswith(("_stderr", "_seed_std"))})
+        asked = (f"the metric {metric!r}" if metric else "its primary metric (" + ", ".join(
+            f"{task}: {primary_metric(task, configs.get(task)) or 'none recorded'}" for task in results) + ")")
         raise AnalysisInputError(results_path, "results",
-                                 f"no task reports the metric {metric!r} (tasks: {', '.join(results) or 'none'}; "
+                                 f"no task reports {asked} (tasks: {', '.join(results) or 'none'}; "
                                  f"their metrics: {', '.join(reported) or 'none'}); choose one with --metric")
     return run
 
@@ -152,31 +188,28 @@ def classify(config, path):
     info = config.get("kvrescue")
     if info is None:
         return Setting(base=model_identity(_stock_model_name(config, path)), mode="full", n=1), config.get("random_seed")
-    if not isinstance(info, dict):
-        raise AnalysisInputError(path, "config.kvrescue", f"expected an object, got {type(info).__name__}")
-    mode = info.get("mode")
-    if mode not in MODES:
-        raise AnalysisInputError(path, "config.kvrescue.mode", f"{mode!r} is not one of {', '.join(MODES)}")
-    helper = _require(info, "helper", str, path, "config.kvrescue.") if MODES[mode].uses_helper else None
+    try:
+        record = RunRecord.from_json(info)
+    except RecordError as error:
+        raise AnalysisInputError(path, "config.kvrescue" + (f".{error.field}" if error.field else ""),
+                                 error.message) from None
+    mode = MODES[record.mode]
     # A helper-alone run decodes with the helper only (base None): its model is the helper.
-    base = helper if not MODES[mode].uses_base else _require(info, "base", str, path, "config.kvrescue.")
-    n_key = "n_base" if MODES[mode].uses_base else "n_helper"
-    n = _require(info, n_key, int, path, "config.kvrescue.")
-    evicting = MODES[mode].evicts
-    budget = info.get("budget") if evicting else None
-    if evicting and not isinstance(budget, int):
-        raise AnalysisInputError(path, "config.kvrescue.budget",
-                                 f"mode {mode} needs an integer eviction budget, got {budget!r}")
-    detector = info.get("detector", "on")  # recorded since the detector became a model_arg; on before
-    if detector not in ("on", "off"):
-        raise AnalysisInputError(path, "config.kvrescue.detector", f"{detector!r} is not 'on' or 'off'")
-    setting = Setting(base=model_identity(base), mode=mode, n=n, evictor=info.get("evictor") if evicting else None,
-                      budget=budget, helper=model_identity(helper), scorer=info.get("scorer"),
-                      buffer=info.get("buffer") if evicting else None,
-                      detector=detector if MODES[mode].uses_base else "off",
-                      max_steps=info.get("max_steps"), max_step_tokens=info.get("max_step_tokens"),
-                      max_context=info.get("max_context"))
-    return setting, info.get("seed")
+    base = record.base if mode.uses_base else record.helper
+    evicting = mode.evicts
+    setting = Setting(base=model_identity(base), mode=record.mode, n=record.n,
+                      evictor=record.evictor if evicting else None, budget=record.budget if evicting else None,
+                      helper=model_identity(record.helper if mode.uses_helper else None), scorer=record.scorer,
+                      buffer=record.buffer if evicting else None,
+                      detector=record.detector if mode.uses_base else "off",
+                      max_steps=record.max_steps, max_step_tokens=record.max_step_tokens,
+                      max_context=record.max_context,
+                      identity=tuple((name, canonical(info[name])) for name in IDENTITY_FIELDS if name in info))
+    return setting, record.seed
+
+
+def canonical(value):
+    return json.dumps(value, sort_keys=True)
 
 
 def model_args_pairs(args):
@@ -214,9 +247,18 @@ def _read_task(data, task, metrics, metric, path):
     stats = {key: float(metrics[f"{key},{flt}"]) for key in ENGINE_STATS
              if isinstance(metrics.get(f"{key},{flt}"), (int, float))}
     task_config = (data.get("configs") or {}).get(task, {})
-    return TaskResult(task=task, benchmark=BENCHMARK_OF_TASK.get(task, task),
+    generation = ((data.get("config") or {}).get("kvrescue") or {}).get("generation") or {}
+    return TaskResult(task=task, benchmark=benchmark_of_task(task), metric=metric,
+                      generation=canonical(generation[task]) if isinstance(generation, dict) and task in generation
+                      else None,
                       version=(data.get("versions") or {}).get(task), config_sha256=config_sha256(task_config),
                       n_samples=n_samples, accuracy=summaries[metric], metrics=summaries, stats=stats)
+
+
+def benchmark_of_task(task):
+    """The benchmark an lm-eval task runs (the benchmark table's name for it); other tasks keep their own name."""
+    row = benchmarks.of_task(task)
+    return row.name if row else task
 
 
 def config_sha256(task_config):

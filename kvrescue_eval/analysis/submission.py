@@ -19,7 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 from kvrescue_eval.analysis import paper
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.json_input import load_json_object
-from kvrescue_eval.benchmarks import DATA_SHA256
+from kvrescue_eval import benchmarks as benchmark_table
 from kvrescue_eval.engine.config import MODES
 
 REFERENCE_NOTE = paper.NOTE
@@ -116,7 +116,7 @@ def build_submissions(analysis):
                 "task": task_name,
                 "task_version": cell.task_version,
                 "task_config_sha256": cell.config_sha256,
-                "data_sha256": DATA_SHA256.get(cell.benchmark),
+                "data_sha256": benchmark_table.data_sha256().get(cell.benchmark),
                 "num_problems": cell.n_samples,
                 "pass_at_1": {mode: {"seeds": list(s.values), "mean": s.mean, "std": s.std, "num_seeds": s.count}
                               for mode, s in summaries.items()},
@@ -154,7 +154,8 @@ def not_ranked_reason(document):
     if protocol.get("limit") is not None:
         reasons.append(f"--limit {protocol['limit']}")
     for bench, entry in document["benchmarks"].items():
-        full = paper.PROBLEMS.get(bench)
+        row = benchmark_table.TABLE.get(bench)
+        full = row.problems if row else None
         if full is not None and entry.get("num_problems") not in (None, full):
             reasons.append(f"{bench}: {entry['num_problems']} of {full} problems")
         if RANKED_METRIC not in entry["pass_at_1"]:

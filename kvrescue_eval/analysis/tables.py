@@ -10,11 +10,13 @@ import io
 from dataclasses import dataclass
 
 from kvrescue_eval.analysis.comparisons import average_recovery
+from kvrescue_eval.analysis.identity import mismatches
 from kvrescue_eval.analysis.runs import ACCURACY_METRICS
 from kvrescue_eval.engine.config import MODES
 
+# `variant`: what tells a setting from another with the same named fields (analysis/identity.py), else empty
 SETTING_COLUMNS = ("base", "mode", "n", "evictor", "budget", "helper", "scorer", "detector", "max_steps",
-                   "max_step_tokens", "max_context")
+                   "max_step_tokens", "max_context", "variant")
 STD_NOTE = "± population std (ddof 0) over seeds"
 
 
@@ -237,10 +239,12 @@ def table2_rows(cells):
         base, n = key[0], key[1]
         fulls = [c for c in cells if c.benchmark == key[-1] and c.setting.mode == "full" and c.setting.base == base
                  and c.setting.n == n and c.setting.detector == "off"]
+        rescues = [c for c in members if c.setting.mode == "rescue"]
         for method, mode, detector in TABLE2_METHODS:
             pool = fulls if mode == "full" else members
             for cell in pool:
-                if cell.setting.mode == mode and cell.setting.detector == detector:
+                if cell.setting.mode == mode and cell.setting.detector == detector and (
+                        mode == "rescue" or any(not mismatches(cell, r, mode) for r in rescues)):
                     rows.append((key, method, cell))
     return rows
 

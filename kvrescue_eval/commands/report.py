@@ -30,9 +30,14 @@ def add_arguments(parser):
     parser.add_argument("--out", default=None,
                         help=f"output folder (default: {DEFAULT_FOLDER}/ beside the runs: in RUN_DIR, or in the "
                              "folder that holds all the RUN_DIRs)")
-    parser.add_argument("--metric", default="exact_match_boxed",
-                        help="accuracy metric of the tasks, used by recovery and the Table 5 layout (default: "
-                             "%(default)s, the paper's 'boxed and correct'; the kv_recall testbed reports pass_at_1)")
+    parser.add_argument("--metric", default=None,
+                        help="accuracy metric of the tasks, used by recovery and the Table 5 layout (default: each "
+                             "task's primary metric: exact_match_boxed, the paper's 'boxed and correct', on the math "
+                             "benchmarks; pass_at_1 on the kv_recall testbed)")
+    parser.add_argument("--arms-any-scorer", action="store_true",
+                        help="pair each rescue run with baseline arms whatever their scorer: a selector judged "
+                             "against fixed baselines (the testbed gate's sabotaged selectors and vLLM rescue); by "
+                             "default an arm that picks by a scorer (N > 1) must have the rescue's")
     parser.add_argument("--reference", choices=["paper"], default=None,
                         help="also print our values beside the KV-Rescue paper's (Table 5, recovery, Tables 1 and 2)")
     parser.add_argument("--no-plots", action="store_true", help="skip Figures 5 and 6 (no matplotlib needed)")
@@ -47,6 +52,13 @@ def _superseded_note(analysis):
         return []
     return ["Superseded results (an older result of the same setting and seed; the newest counts): "
             + "; ".join(item.describe() for item in analysis.superseded), ""]
+
+
+def _not_pooled_note(analysis):
+    if not analysis.not_pooled:
+        return []
+    return ["Settings that look alike but were run differently (separate rows, column `variant`): "
+            + "; ".join(analysis.not_pooled), ""]
 
 
 def _partial_runs_note(runs):
@@ -65,6 +77,7 @@ def run(args):
     from kvrescue_eval.analysis.atomic import write_files
     from kvrescue_eval.analysis.comparisons import analyse
     from kvrescue_eval.analysis.errors import AnalysisInputError
+    from kvrescue_eval.analysis.oracle import oracle_table
     from kvrescue_eval.analysis.runs import read_runs
     from kvrescue_eval.analysis.tables import all_tables
 
@@ -72,8 +85,8 @@ def run(args):
     print(f"kvrescue-eval report: writing to {out}/" + ("" if args.out else " (beside the runs; --out DIR to change)"))
     try:
         runs = read_runs(args.runs, args.metric)
-        analysis = analyse(runs)
-        tables = all_tables(analysis)
+        analysis = analyse(runs, any_scorer=args.arms_any_scorer)
+        tables = all_tables(analysis) + [oracle_table(analysis)]  # Fig. 1(a), beside the recovery
         if args.reference == "paper":
             from kvrescue_eval.analysis.paper_comparison import paper_tables
             tables += paper_tables(analysis)
@@ -90,7 +103,7 @@ def run(args):
     markdown = "\n".join(["# kvrescue-eval report", "",
                           f"{len(runs)} run(s): " + ", ".join(str(r.path) for r in runs), "",
                           f"Accuracy metric: {analysis.metric}. ± is the population std (ddof 0) over seeds.", ""]
-                         + _partial_runs_note(runs) + _superseded_note(analysis)
+                         + _partial_runs_note(runs) + _superseded_note(analysis) + _not_pooled_note(analysis)
                          + [table.to_markdown() for table in tables if table.rows])
     files[out / "report.md"] = markdown
     files[out / "report.json"] = json.dumps(

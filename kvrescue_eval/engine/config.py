@@ -6,11 +6,11 @@ from kvrescue_eval import STEP_SEPARATOR  # noqa: F401 (re-exported for the engi
 from kvrescue_eval.detector import DetectorConfig
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mode:
     """A row of the paper's Table 5: which models propose candidates, whether the base's cache evicts, and
     whether the detector screens base candidates by default (the paper uses early exit in KV-Rescue only)."""
-    name: str
+    name: str = field(kw_only=False)
     uses_base: bool
     uses_helper: bool
     evicts: bool
@@ -20,10 +20,14 @@ class Mode:
 
 # The one table of modes, read by model_args, the lm-eval model, the policies' builder and the analysis.
 MODES = {mode.name: mode for mode in (
-    Mode("rescue", True, True, True, True, "N base (evicted KV) + N helper (full KV) candidates, the scorer picks"),
-    Mode("bon", True, False, True, False, "evicted best-of-N: N base candidates, no helper"),
-    Mode("full", True, False, False, False, "best-of-N of the base with its full KV cache"),
-    Mode("helper", False, True, False, False, "the helper alone, best-of-N, full KV"),
+    Mode("rescue", uses_base=True, uses_helper=True, evicts=True, early_exit=True,
+         summary="N base (evicted KV) + N helper (full KV) candidates, the scorer picks"),
+    Mode("bon", uses_base=True, uses_helper=False, evicts=True, early_exit=False,
+         summary="evicted best-of-N: N base candidates, no helper"),
+    Mode("full", uses_base=True, uses_helper=False, evicts=False, early_exit=False,
+         summary="best-of-N of the base with its full KV cache"),
+    Mode("helper", uses_base=False, uses_helper=True, evicts=False, early_exit=False,
+         summary="the helper alone, best-of-N, full KV"),
 )}
 
 
@@ -45,9 +49,3 @@ class EngineConfig:
         if self.n_base < 0 or self.n_helper < 0 or self.n_base + self.n_helper == 0:
             raise ValueError(f"need n_base >= 0, n_helper >= 0 and at least one candidate per step; "
                              f"got n_base={self.n_base}, n_helper={self.n_helper}")
-
-    @classmethod
-    def for_mode(cls, mode: str, n: int, **kwargs) -> "EngineConfig":
-        if mode not in MODES:
-            raise ValueError(f"mode={mode!r} is not one of {sorted(MODES)}")
-        return cls(n_base=n if MODES[mode].uses_base else 0, n_helper=n if MODES[mode].uses_helper else 0, **kwargs)

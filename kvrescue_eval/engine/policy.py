@@ -14,8 +14,8 @@ them finished (ended at "\n\n", at EOS or at the token cap). The engine calls `p
 critical path, on a background thread, while it decodes the token-level policy's rows. Its candidates
 are never screened by the degeneration detector (the engine sees no per-token entropy). The base
 under eviction is always token-level; a full-KV helper (or a full-KV base) may be either.
-Implementations: `kvrescue_eval.model_adapters.vllm.step_policy.VLLMStepPolicy`, and
-`kvrescue_eval.engine.stepped.SteppedPolicy` (any token-level policy driven a step at a time).
+Implementation: `kvrescue_eval.model_adapters.vllm.step_policy.VLLMStepPolicy` (and, in the tests,
+`tests/engine/stepped_policy.py`: any token-level policy driven a step at a time).
 """
 
 from dataclasses import dataclass

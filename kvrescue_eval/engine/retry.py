@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from kvrescue_eval.engine.scheduler import Engine, Problem, Result
+from kvrescue_eval.engine.engine import Engine, Problem, Result
 
 logger = logging.getLogger(__name__)
 FAULTS_ENV = "KVRESCUE_FAULTS"

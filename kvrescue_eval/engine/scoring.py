@@ -16,6 +16,9 @@ class ScoreRequest:
     steps: Sequence[str]          # committed steps so far, without the "\n\n" separators
     candidates: Sequence[str]     # candidate next steps, without a trailing "\n\n"
     system: str = field(default="Please reason step by step, and put your final answer within \\boxed{}.")
+    # who proposed each candidate ("base" or "helper"), in the candidates' order; a scorer of the text alone
+    # (every real one) ignores it; the sabotaged selectors that test the CI gate read it (scorers/sabotage.py)
+    roles: Sequence[str] = ()
 
 
 class StepScorer(Protocol):
@@ -35,6 +38,6 @@ def score_each_text_once(score: Callable[[Sequence[ScoreRequest]], list[list[flo
     A reward is a function of the text, so candidates that agree (common when N samples do) need one
     row, and they get the very same score: batch padding no longer decides between them, and the
     engine's selection keeps the first of equals."""
-    distinct = [replace(r, candidates=list(dict.fromkeys(r.candidates))) for r in requests]
+    distinct = [replace(r, candidates=list(dict.fromkeys(r.candidates)), roles=()) for r in requests]
     rewards = [dict(zip(d.candidates, s)) for d, s in zip(distinct, score(distinct))]
     return [[reward[c] for c in r.candidates] for r, reward in zip(requests, rewards)]

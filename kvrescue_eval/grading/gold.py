@@ -1,4 +1,7 @@
-"""The gold answer of a benchmark document: the harness's `parse_ground_truth` for our five sets."""
+"""The gold answer of a benchmark document: the harness's `parse_ground_truth`, by the gold rule that the
+benchmark table (kvrescue_eval/benchmarks.py) names for each benchmark."""
+
+from kvrescue_eval import benchmarks
 
 from .extraction import harness_extract
 from .normalization import strip_string
@@ -11,41 +14,47 @@ def _field(doc, name, dataset):
     return doc[name]
 
 
-def _math500_solution(doc):
-    return _field(doc, "solution", "math500")
+def _solution_boxed(doc, dataset):
+    return _field(doc, "solution", dataset)
 
 
-def _gsm8k(doc):
-    answer = str(_field(doc, "answer", "gsm8k"))
+def _after_hashes(doc, dataset):
+    answer = str(_field(doc, "answer", dataset))
     if "####" not in answer:
-        raise ValueError(f"a gsm8k answer holds its result after '####'; got {answer[-80:]!r}")
+        raise ValueError(f"a {dataset} answer holds its result after '####'; got {answer[-80:]!r}")
     return answer.split("####")[-1]
 
 
-def _answer_field(dataset):
-    return lambda doc: _field(doc, "answer", dataset)
+def _answer(doc, dataset):
+    return _field(doc, "answer", dataset)  # amc23's is a float such as 27.0: str() then strip_string gives "27"
 
 
-def _olympiadbench(doc):
-    final = _field(doc, "final_answer", "olympiadbench")
+def _final_answer_first(doc, dataset):
+    final = _field(doc, "final_answer", dataset)
     if not isinstance(final, (list, tuple)) or not final:
-        raise ValueError(f"olympiadbench final_answer must be a non-empty list; got {final!r}")
+        raise ValueError(f"{dataset} final_answer must be a non-empty list; got {final!r}")
     return str(final[0]).strip("$")
 
 
-RAW_GOLD = {
-    "math500": _math500_solution,
-    "aime24": _answer_field("aime24"),
-    "amc23": _answer_field("amc23"),  # a float such as 27.0: str() then strip_string gives "27"
-    "gsm8k": _gsm8k,
-    "olympiadbench": _olympiadbench,
+# gold rule -> (raw gold of a document, whether the raw gold is a solution to extract the answer from)
+GOLD_RULES = {
+    "answer": (_answer, False),                           # the `answer` field (aime24, amc23)
+    "after_hashes": (_after_hashes, False),               # `answer` after "####" (gsm8k)
+    "final_answer_first": (_final_answer_first, False),   # `final_answer[0]` without `$` (olympiadbench)
+    # The harness's "math" branch: the answer extracted from the reference `solution` like a prediction
+    # (its last \boxed{}), then normalised once more (math500).
+    "solution_boxed": (_solution_boxed, True),
 }
 
 
+def raw_gold(doc, dataset):
+    """The gold answer of a document as its benchmark's rule reads it, before normalisation."""
+    read, _ = GOLD_RULES[benchmarks.benchmark(dataset).gold]
+    return read(doc, dataset)
+
+
 def gold_normalised(doc, dataset, *, keep_single_letters=False):
-    raw = RAW_GOLD[dataset](doc)
-    if dataset == "math500":
-        # The harness's "math" branch: the answer extracted from the reference solution like a
-        # prediction (its last \boxed{}), then normalised once more.
+    raw = raw_gold(doc, dataset)
+    if GOLD_RULES[benchmarks.benchmark(dataset).gold][1]:
         raw = harness_extract(raw, keep_single_letters=keep_single_letters)
     return strip_string(raw, keep_single_letters=keep_single_letters)

@@ -1,10 +1,11 @@
 """The two grading modes: "qwen" reproduces the Qwen2.5-Math harness's verdicts, quirks included;
 "strict" fixes the quirks (see comparison.py and unit_words.py)."""
 
+from kvrescue_eval import benchmarks
+
 from .comparison import QWEN, STRICT
 
 RULES = {"qwen": QWEN, "strict": STRICT}
-DATASETS = ("math500", "aime24", "amc23", "gsm8k", "olympiadbench")
 
 
 def check_mode(mode):
@@ -14,6 +15,7 @@ def check_mode(mode):
 
 
 def check_dataset(dataset):
-    if dataset not in DATASETS:
-        raise ValueError(f"dataset must be one of {list(DATASETS)}; got {dataset!r}")
+    if dataset not in benchmarks.TABLE:
+        raise ValueError(f"dataset must be one of {list(benchmarks.names())} (the benchmark table, "
+                         f"kvrescue_eval/benchmarks.py); got {dataset!r}")
     return dataset

@@ -18,12 +18,12 @@ class Step:
 def steps(spec):
     """The kvrescue-eval commands after the arms, as the spec asks for them."""
     arms, report = str(spec.output / "arms"), str(spec.output / "report")
-    metric = spec.report.get("metric", "exact_match_boxed")
-    common = [arms, "--out", report, "--metric", metric]
+    metric = ["--metric", spec.report["metric"]] if spec.report.get("metric") else []  # default: each task's primary
+    common = [arms, "--out", report, *metric]
     found = [Step("report", ["report", *common] + (["--reference", "paper"] if spec.report.get("reference") else [])
                   + ([] if spec.report.get("plots", True) else ["--no-plots"]))]
     if spec.check:
-        found.append(Step("check", ["check", arms, "--metric", metric,
+        found.append(Step("check", ["check", arms, *metric,
                                     "--min-recovery", str(spec.check["min_recovery"])]))
     if spec.submission:
         found.append(Step("submission", ["report", *common, "--no-plots", "--submission",

@@ -1,6 +1,7 @@
 """A transformers cache that evicts KV slots as R-KV does (or keeps everything, with `budget=None`).
 
-    cache = make_evicting_cache(model, budget=128, method="rkv")     # also switches model's attention
+    use_evicting_attention(model)                                     # evicting_attention.py
+    cache = EvictingCache(num_layers, EvictionSchedule("rkv", budget=128))   # None: a full cache
     logits = model(input_ids, past_key_values=cache, position_ids=cache.next_positions(q)).logits
 
 Every layer holds its rows in preallocated slots (`kv_slots.SlotStore`: budget + buffer per row, so the
@@ -14,36 +15,34 @@ slots, which: the evictor sees the last `window` post-RoPE queries, the keys, va
 where head budgets vary, per-head validity). Slot counts are host integers the code already knows, so
 neither decoding nor compressing reads a value back from the device. The attention wrapper lives in `evicting_attention.py`.
 
-Rows: `fork(n)` repeats each row n times (repeat_interleave), `select(rows)` keeps rows,
-`EvictingCache.concat([...])` joins groups of different lengths, `split(sizes)` undoes it, and
-`EvictingCache.gather([(cache, rows), ...])` does any mix of these in one copy. They return new caches
+Rows: `fork(n)` repeats each row n times (repeat_interleave), `select(rows)` keeps rows, and
+`EvictingCache.gather([(cache, rows), ...])` joins rows of caches of different lengths in one copy. They return new caches
 and never share mutable state with the source.
 """
 
 import torch
 from transformers.cache_utils import Cache
 
-from kvrescue_eval.eviction import EvictionSchedule, build_evictor
+from kvrescue_eval.eviction import EvictionSchedule
 
-from .evicting_attention import use_evicting_attention
 from .evicting_layer import EvictingLayer, host_ints
 from .kv_slots import device_index
 
-__all__ = ["EvictingCache", "EvictingLayer", "make_evicting_cache"]
+__all__ = ["EvictingCache", "EvictingLayer"]
 
 
 class EvictingCache(Cache):
-    """One `EvictingLayer` per model layer; `policy=None` keeps every slot (a plain full cache)."""
+    """One `EvictingLayer` per model layer; `schedule=None` keeps every slot (a plain full cache)."""
 
-    def __init__(self, num_layers: int, policy: EvictionSchedule | None = None, layers=None):
-        self.policy = policy
+    def __init__(self, num_layers: int, schedule: EvictionSchedule | None = None, layers=None):
+        self.schedule = schedule
         super().__init__(layers=layers if layers is not None else
-                         [EvictingLayer(policy, layer=i, num_layers=num_layers) for i in range(num_layers)])
+                         [EvictingLayer(schedule, layer=i, num_layers=num_layers) for i in range(num_layers)])
 
     def update(self, key_states, value_states, layer_idx: int, *args, **kwargs):
-        if self.policy is not None and any(layer._awaiting_attention for layer in self.layers):
+        if self.schedule is not None and any(layer._awaiting_attention for layer in self.layers):
             raise RuntimeError("the model does not use the evicting attention (no eviction would happen): "
-                               "build the cache with make_evicting_cache(model), which switches it")
+                               "switch it with evicting_attention.use_evicting_attention(model)")
         return super().update(key_states, value_states, layer_idx, *args, **kwargs)
 
     @property
@@ -79,40 +78,16 @@ class EvictingCache(Cache):
     def select(self, rows) -> "EvictingCache":
         """A new cache with the rows `rows` (host ints or a tensor of indices, in that order)."""
         if not self.layers[0].is_initialized:
-            return EvictingCache(len(self.layers), self.policy)
+            return EvictingCache(len(self.layers), self.schedule)
         return EvictingCache.gather([(self, rows)])
-
-    def split(self, sizes: list[int]) -> list["EvictingCache"]:
-        """Consecutive groups of `sizes` rows, each trimmed to its own physical length."""
-        if sum(sizes) != self.batch_size:
-            raise ValueError(f"split sizes {sizes} sum to {sum(sizes)}, the cache has {self.batch_size} rows")
-        starts = [sum(sizes[:i]) for i in range(len(sizes))]
-        return [self.select(range(start, start + size)) for start, size in zip(starts, sizes)]
-
-    @classmethod
-    def concat(cls, caches: list["EvictingCache"]) -> "EvictingCache":
-        """The rows of all `caches` in one batch, whatever their lengths (empty slots are never attended)."""
-        return cls.gather([(cache, None) for cache in caches])
 
     @classmethod
     def gather(cls, parts: list[tuple["EvictingCache", list[int] | None]]) -> "EvictingCache":
         """In one copy, the rows `indices` of each (cache, indices) part (None: all its rows), in order."""
-        policies = {cache.policy for cache, _ in parts}
-        if len(policies) != 1 or len({len(cache.layers) for cache, _ in parts}) != 1:
-            raise ValueError(f"joining rows needs caches of one policy and layer count, got {policies}")
+        schedules = {cache.schedule for cache, _ in parts}
+        if len(schedules) != 1 or len({len(cache.layers) for cache, _ in parts}) != 1:
+            raise ValueError(f"joining rows needs caches of one eviction schedule and layer count, got {schedules}")
         parts = [(cache, None if indices is None else host_ints(indices)) for cache, indices in parts]
         layers = [EvictingLayer.gather([(cache.layers[i], indices) for cache, indices in parts])
                   for i in range(len(parts[0][0].layers))]
-        return cls(0, parts[0][0].policy, layers=layers)
-
-
-def make_evicting_cache(model, *, budget: int | None, method: str = "rkv", buffer: int = 128, window: int = 8,
-                        pool_kernel: int = 7, mix_lambda: float = 0.1, compress_prompt: bool = True,
-                        attention: str | None = None) -> EvictingCache:
-    """An empty cache for `model`, whose attention is switched to the evicting wrapper (see
-    `evicting_attention.use_evicting_attention`). `budget=None`: no eviction (a full cache). `method`: a name
-    of EVICTORS (built with pool_kernel and mix_lambda where it has them) or an evictor object."""
-    evictor = build_evictor(method, pool_kernel=pool_kernel, mix_lambda=mix_lambda) if isinstance(method, str) else method
-    policy = None if budget is None else EvictionSchedule(evictor, budget, buffer, window, compress_prompt)
-    use_evicting_attention(model, attention)
-    return EvictingCache(model.config.get_text_config(decoder=True).num_hidden_layers, policy)
+        return cls(0, parts[0][0].schedule, layers=layers)

@@ -20,10 +20,10 @@ class EvictingLayer(DynamicLayer):
 
     is_croppable = False
 
-    def __init__(self, policy: EvictionSchedule | None = None, store: SlotStore | None = None, queries=None,
+    def __init__(self, schedule: EvictionSchedule | None = None, store: SlotStore | None = None, queries=None,
                  layer: int = 0, num_layers: int = 1):
         super().__init__()
-        self.policy, self.store, self.queries = policy, store, queries
+        self.schedule, self.store, self.queries = schedule, store, queries
         self.layer, self.num_layers = layer, num_layers
         self._awaiting_attention = False
         self._seen_before = self._chunk_valid = None
@@ -50,12 +50,12 @@ class EvictingLayer(DynamicLayer):
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         batch, heads = key_states.shape[:2]
-        policy = self.policy
-        bound = policy.slots(*self._where()) if policy is not None else None
+        schedule = self.schedule
+        bound = schedule.slots(*self._where()) if schedule is not None else None
         self.store = SlotStore.empty(
             batch, heads, key_states.shape[-1], value_states.shape[-1], key_states.dtype, key_states.device, bound,
-            key_states.shape[2], stateful=policy is not None and policy.keeps_state,
-            head_holes=policy is not None and policy.head_width(*self._where()) > policy.layer_budget(*self._where()))
+            key_states.shape[2], stateful=schedule is not None and schedule.keeps_state,
+            head_holes=schedule is not None and schedule.head_width(*self._where()) > schedule.layer_budget(*self._where()))
         self._expose()
 
     def update(self, key_states, value_states, *args, **kwargs):
@@ -88,17 +88,17 @@ class EvictingLayer(DynamicLayer):
         """Called by the attention wrapper once this step's attention is done: capture, maybe evict."""
         self._awaiting_attention = False
         chunk_valid, self._chunk_valid = self._chunk_valid, None
-        if self.policy is None:
+        if self.schedule is None:
             if chunk_valid is not None:
                 self.store.right_align()
             return
         self._capture_queries(query, chunk_valid)
-        policy, store = self.policy, self.store
-        if policy.keeps_state:
+        schedule, store = self.schedule, self.store
+        if schedule.keeps_state:
             valid = None if store.all_valid() else store.valid
-            store.state_slots[:, :, :store.width] = policy.observe(store.state, query, store.keys, valid)
+            store.state_slots[:, :, :store.width] = schedule.observe(store.state, query, store.keys, valid)
         need = [row for row, count in enumerate(store.counts)
-                if policy.compresses(count, self._seen_before[row], *self._where())]
+                if schedule.compresses(count, self._seen_before[row], *self._where())]
         if need or chunk_valid is not None:
             self._compress(need, holes=chunk_valid is not None)
         self._expose()
@@ -106,7 +106,7 @@ class EvictingLayer(DynamicLayer):
     def _capture_queries(self, query: torch.Tensor, chunk_valid: torch.Tensor | None) -> None:
         """Keep each row's last `window` real queries, oldest first (a row that has seen fewer holds zeros
         before them; it cannot be compressed before it has seen more than the budget)."""
-        window, q_length = self.policy.window, query.shape[2]
+        window, q_length = self.schedule.window, query.shape[2]
         ring = self.queries if self.queries is not None else query.new_zeros(query.shape[:2] + (window, query.shape[3]))
         if chunk_valid is None:
             self.queries = (torch.cat([ring[:, :, q_length:], query], dim=2) if q_length < window
@@ -121,10 +121,10 @@ class EvictingLayer(DynamicLayer):
     def _compress(self, need: list[int], holes: bool) -> None:
         """Rows in `need` keep what the schedule selects from their slots (keys, values, state, validity and
         last `window` queries); every row's tokens end right-aligned in the first max(counts) columns."""
-        store, policy = self.store, self.policy
+        store, schedule = self.store, self.schedule
         batch, heads, width = store.batch, store.key_slots.shape[1], store.width
         needed = set(need)
-        counts = [policy.kept_width(count, *self._where()) if row in needed else count
+        counts = [schedule.kept_width(count, *self._where()) if row in needed else count
                   for row, count in enumerate(store.counts)]
         new_width = max(counts)
         steps = torch.arange(width, device=store.device)
@@ -136,7 +136,7 @@ class EvictingLayer(DynamicLayer):
             rows = [row for row in need if store.counts[row] == count]
             picked = slice(None) if len(rows) == batch else device_index(rows, store.device)
             slots = order[picked, :, width - count:]
-            kept = policy.select(self._view(picked, slots))
+            kept = schedule.select(self._view(picked, slots))
             pad = new_width - kept.width
             index[picked] = torch.nn.functional.pad(slots.gather(2, kept.index), (pad, 0))
             if keep is not None and kept.valid is not None:
@@ -152,7 +152,7 @@ class EvictingLayer(DynamicLayer):
 
         state = None if store.state_slots is None else store.state_slots[picked, :, :store.width].gather(2, slots)
         valid = store.valid_slots[picked, :, :store.width].gather(2, slots) if store.head_holes else None
-        return CacheView(self.queries[picked], take(store.key_slots), self.policy.window, take(store.value_slots),
+        return CacheView(self.queries[picked], take(store.key_slots), self.schedule.window, take(store.value_slots),
                          state, valid, *self._where())
 
     def get_seq_length(self) -> int:
@@ -172,7 +172,7 @@ class EvictingLayer(DynamicLayer):
     def rows(self, indices) -> "EvictingLayer":
         """A new layer with the rows `indices` (host ints, in that order)."""
         if not self.is_initialized:
-            return EvictingLayer(self.policy, layer=self.layer, num_layers=self.num_layers)
+            return EvictingLayer(self.schedule, layer=self.layer, num_layers=self.num_layers)
         return EvictingLayer.gather([(self, host_ints(indices))])
 
     @staticmethod
@@ -186,7 +186,7 @@ class EvictingLayer(DynamicLayer):
             queries = torch.cat([layer.queries if indices is None else layer.queries[device_index(indices, layer.device)]
                                  for layer, indices in parts])
         first = parts[0][0]
-        return EvictingLayer(first.policy, SlotStore.gather([(layer.store, indices) for layer, indices in parts]),
+        return EvictingLayer(first.schedule, SlotStore.gather([(layer.store, indices) for layer, indices in parts]),
                              queries, first.layer, first.num_layers)
 
     def batch_repeat_interleave(self, repeats: int) -> None:

@@ -41,7 +41,7 @@ def eos_ids(model, tokenizer) -> frozenset:
 class HFPolicy:
     """A transformers model as an engine policy. `new_cache()` returns an empty
     `model_adapters.hf.evicting_cache.EvictingCache` (budget=None for full KV); the policy uses its row
-    operations `fork`, `select`, `concat` and `next_positions`."""
+    operations `fork`, `select`, `gather` and `next_positions`."""
 
     def __init__(self, model, tokenizer, sampling: SamplingParams, new_cache: Callable[[], object],
                  name: str = "policy", batch_problems: bool = False):
@@ -76,19 +76,6 @@ class HFPolicy:
             state.logits = self._forward(state.cache, [ids])
             state.rows[0].length += len(ids)
         return ids
-
-    def next_token_logits(self, key) -> torch.Tensor:
-        """(vocab,) logits of the token after the committed state (float32)."""
-        return self.committed[key].logits[0]
-
-    def row_logits(self, handle) -> torch.Tensor:
-        """(vocab,) logits of the token after a candidate row's last one (float32)."""
-        row = self.table.rows[handle]
-        return row.batch.logits[row.batch.rows.index(row)]
-
-    def cache_of(self, key):
-        """The committed cache of a problem (batch 1)."""
-        return self.committed[key].cache
 
     def commit(self, key, handle) -> None:
         row = self.table.rows[handle]

@@ -45,7 +45,7 @@ class Generation:
 
 
 def generation_of(gen_kwargs, args, set_by_model_args, task: str | None = None) -> Generation:
-    """The generation of one request: `args` the ModelArgs, `set_by_model_args` the sampling names the
+    """The generation of one request: `args` the Settings, `set_by_model_args` the sampling names the
     user's model_args or preset gave."""
     from lm_eval.defaults import DEFAULT_MAX_GEN_TOKS
     from lm_eval.models.utils import normalize_gen_kwargs
@@ -56,7 +56,7 @@ def generation_of(gen_kwargs, args, set_by_model_args, task: str | None = None) 
              "top_p": given.get("top_p"), "top_k": given.get("top_k")}
     used, overridden = {}, []
     for name in SAMPLING:
-        ours = getattr(args, name)
+        ours = getattr(args.sampling, name)
         if name in set_by_model_args:
             used[name] = ours
             if asked[name] is not None and _number(asked[name]) != ours:

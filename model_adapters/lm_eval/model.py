@@ -25,8 +25,9 @@ from dataclasses import replace
 from lm_eval.api.model import LM
 
 from kvrescue_eval.engine.retry import POLICY_METHODS, SCORER_METHODS, Faults, RetryingRun
-from kvrescue_eval.engine.scheduler import Engine
+from kvrescue_eval.engine.engine import Engine
 from kvrescue_eval.environment import UnsupportedEnvironment, require_supported_versions
+from kvrescue_eval.journal import JournalError
 from kvrescue_eval.stats import STAT_KEYS, TextWithStats
 
 from ..settings.model_args import parse_model_args
@@ -38,6 +39,7 @@ from .progress import Progress
 from .request_types import pending_unsupported, refusal, tasks_of
 from .requests import CONVERSATION_MARKER, data_parallel_padding, handed_conversation, problems_of, show_model_input
 from .run_info import model_info
+from .run_journal import check_journal
 from .seed import effective_seed
 
 logger = logging.getLogger(__name__)
@@ -54,8 +56,9 @@ class KVRescueLM(LM):
             self.args = parse_model_args(model_args)  # fails on bad input before loading anything,
             check_models_present(self.args)  # on models missing here, before any hub call,
             require_supported_versions(vllm=self.args.uses_vllm)  # on frameworks out of range,
-            device = resolve_device(self.args.device)  # and on a device name torch does not know
-        except (ValueError, ModelsNotFound, UnsupportedEnvironment) as error:
+            device = resolve_device(self.args.device)  # on a device name torch does not know,
+            check_journal(self.args)  # and on a journal=PATH that cannot be one
+        except (ValueError, ModelsNotFound, UnsupportedEnvironment, JournalError) as error:
             logger.error("%s", error)  # with its level, above lm-eval's long traceback
             raise
         from .data_parallel import DataParallel
@@ -66,7 +69,7 @@ class KVRescueLM(LM):
         self._rank, self._world_size, self._device = self.parallel.rank, self.parallel.world_size, self.parallel.device
         preset = PRESETS.get(self.args.preset, {})
         self.sampling_set = {name for name in SAMPLING if model_args.get(name) is not None or name in preset}
-        self.base = self.helper = self.scorer = self.config = None  # loaded at the first generate_until
+        self.components = self.base = self.helper = self.scorer = self.config = None  # at the first generate_until
         self.totals = Counter()
         self.finish_reasons = Counter()
         self.run_stats = Counter()  # resumed / generated problems and out-of-memory retries of this process
@@ -75,9 +78,10 @@ class KVRescueLM(LM):
 
     def _load(self) -> None:
         if self.config is None:
-            from ..backends import build_components
+            from ..backends import build
 
-            self.base, self.helper, self.scorer, self.config = build_components(replace(self.args, device=self._device))
+            self.components = build(replace(self.args, device=self._device))
+            self.base, self.helper, self.scorer, self.config = self.components[:4]
 
     # -- lm-eval interface -----------------------------------------------------------------------
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
@@ -88,9 +92,9 @@ class KVRescueLM(LM):
         generations = self._generations(requests)
         problems = problems_of(requests, generations)
         keys = {p.key: journal_key(p, g) for p, g in zip(problems, generations)}
-        self._load()
-        journal = self._open_journal(problems)
+        journal = self._open_journal(problems)  # refused before the models load (its identity needs none)
         try:
+            self._load()
             recorded = journal.entries if journal is not None else {}
             resumed = {p.key: recorded[keys[p.key]] for p in problems if keys[p.key] in recorded}
             todo = [(p, g) for p, g in zip(problems, generations) if p.key not in resumed]

@@ -18,7 +18,7 @@ import hashlib
 import json
 from collections import Counter
 
-from kvrescue_eval.engine.scheduler import Problem
+from kvrescue_eval.engine.engine import Problem
 
 from ..prompts import CONTINUE, PLAIN_TEXT
 

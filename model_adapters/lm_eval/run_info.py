@@ -1,14 +1,19 @@
-"""`config.kvrescue` of a run: its settings, what it ran on and with, and its totals (lm-eval stores
-`get_model_info()` in results["config"])."""
+"""`config.kvrescue` of a run, its RunRecord (kvrescue_eval/run_record.py): its settings, what it ran on and with,
+and its totals (lm-eval stores `get_model_info()` in results["config"])."""
 
 from dataclasses import asdict, is_dataclass
 
+from kvrescue_eval.run_record import RunRecord
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS
 
-from ..scorers import VLLM_VARIANTS, scorer_model_args
+from ..scorers import scorer_model_args
 
 
 def model_info(lm) -> dict:
+    return run_record(lm).to_json()
+
+
+def run_record(lm) -> RunRecord:
     a = lm.args
     n_base, n_helper = a.counts
     scored = a.scored
@@ -16,25 +21,26 @@ def model_info(lm) -> dict:
     totals = {key: int(run_totals[key]) for key in STAT_KEYS + ("aborted_commits",)}
     totals["problems"] = int(sum(finish_reasons.values()))
     totals["finish_reasons"] = {reason: int(finish_reasons[reason]) for reason in FINISH_REASONS}
-    return {
-        "preset": a.preset, "base": a.base if n_base else None, "helper": a.helper if n_helper else None,
-        "scorer": a.scorer if scored else None,
-        "prm": a.prm if scored and "prm" in scorer_model_args(a.scorer) else None,
-        "mode": a.mode, "n_base": n_base, "n_helper": n_helper,
-        "evictor": a.evictor if a.evicts else None, "budget": a.budget if a.evicts else None,
-        "buffer": a.buffer if a.evicts else None, "window": a.window if a.evicts else None,
-        "mix_lambda": getattr(a.eviction, "mix_lambda", None),
-        "evictor_options": asdict(a.eviction) if is_dataclass(a.eviction) else None,
-        "scorer_options": a.scorer_options if scored else None,
-        "temperature": a.temperature, "top_p": a.top_p, "top_k": a.top_k, "max_steps": a.max_steps,
-        "max_step_tokens": a.max_step_tokens, "max_context": a.max_context, "seed": a.seed,
-        "seed_source": lm.seed_source,
-        "max_problems_in_flight": a.max_problems_in_flight, "device_map": a.device_map,
-        "data_parallel_processes": lm.world_size,
-        **detector_info(a), "overlap": a.overlaps,
+    e = a.eviction
+    return RunRecord(
+        preset=a.preset, base=a.base if n_base else None, helper=a.helper if n_helper else None,
+        scorer=a.scorer if scored else None,
+        prm=a.prm if scored and "prm" in scorer_model_args(a.scorer, a.scorer_backend) else None,
+        mode=a.mode, n_base=n_base, n_helper=n_helper,
+        evictor=a.evictor if e else None, budget=e.budget if e else None,
+        buffer=e.buffer if e else None, window=e.window if e else None,
+        mix_lambda=getattr(e.evictor, "mix_lambda", None) if e else None,
+        evictor_options=asdict(e.evictor) if e and is_dataclass(e.evictor) else None,
+        scorer_options=a.scorer_options if scored else None,
+        temperature=a.sampling.temperature, top_p=a.sampling.top_p, top_k=a.sampling.top_k,
+        max_steps=a.engine.max_steps, max_step_tokens=a.engine.max_step_tokens,
+        max_context=a.engine.max_context, seed=a.engine.seed, seed_source=lm.seed_source,
+        max_problems_in_flight=a.engine.max_problems_in_flight, device_map=a.device_map,
+        data_parallel_processes=lm.world_size,
+        **detector_info(a), overlap=a.overlaps,
         **execution_info(lm),
-        "vllm_statistics": {p.name: p.statistics() for p in (lm.base, lm.helper) if hasattr(p, "statistics")},
-        "totals": totals, "run": run_info(lm)}
+        vllm_statistics=lm.components.statistics() if lm.components is not None else {},
+        totals=totals, run=run_info(lm))
 
 
 def execution_info(lm) -> dict:
@@ -45,7 +51,7 @@ def execution_info(lm) -> dict:
     a = lm.args
     backends = dict(a.backends)
     if a.scored and "prm" not in backends:
-        backends["scorer"] = a.prm_backend if a.scorer in VLLM_VARIANTS else "hf"
+        backends["scorer"] = a.scorer_backend
     return {"device": str(lm._device), "device_requested": lm.requested_device,
             "dtype": str(torch_dtype(a.dtype, str(lm._device))).removeprefix("torch."), "dtype_requested": a.dtype,
             "backends": backends, "generation": dict(lm.generation)}
@@ -56,13 +62,13 @@ def run_info(lm) -> dict:
     retries (and the problems in flight they left), grader comparisons killed at their time limit."""
     from kvrescue_eval.grading.sandbox import SANDBOX
 
-    in_flight = lm.config.max_problems_in_flight if lm.config is not None else lm.args.max_problems_in_flight
+    in_flight = (lm.config or lm.args.engine).max_problems_in_flight
     return {**{key: int(lm.run_stats[key]) for key in ("resumed", "generated", "oom_retries")},
             "max_problems_in_flight": in_flight, "grader_timeouts": SANDBOX.killed}
 
 
 def detector_info(args) -> dict:
     """The effective detector: "on"/"off" and, when on, its thresholds (DetectorConfig's fields)."""
-    config = args.detector_config
+    config = args.detector
     return {"detector": "on" if config is not None else "off",
             "detector_settings": asdict(config) if config is not None else None}

@@ -11,9 +11,10 @@ Identity (compared field by field when a journal is opened): every model_arg aft
 `max_problems_in_flight` (batching; out-of-memory retries change it too) and `journal`; the device
 type and accelerator name (float results differ across hardware); content fingerprints of every model
 folder used (`kvrescue_eval.fingerprint`); the versions of kvrescue-eval, lm-eval, torch, transformers
-and vLLM, and a hash of the package's generating code (engine, eviction, detector, adapters). The data is not part of it: a journal entry is keyed by the SHA-256 of the problem's
-conversation and its repeat index, so a changed prompt is a new key; the fingerprint of each run's
-requests is recorded in its run line.
+and vLLM, and a hash of the package's generating code (`source_files`: the core's engine, eviction,
+detector and statistics, every module of the adapters). The data is not part of it: a journal entry is
+keyed by the SHA-256 of the problem's conversation and its repeat index, so a changed prompt is a new
+key; the fingerprint of each run's requests is recorded in its run line.
 """
 
 import argparse
@@ -26,10 +27,11 @@ from importlib import metadata
 from pathlib import Path
 
 from kvrescue_eval.fingerprint import folder_fingerprint
-from kvrescue_eval.journal import Journal
+from kvrescue_eval.journal import Journal, check_path
 
 from ..model_files.locate import model_folder
-from ..settings.model_args import ModelArgs
+from ..settings.model_args import model_args_of
+from ..settings.tree import Settings
 from ..settings.required_models import required_models
 
 OFF = ("off", "none", "false", "0")
@@ -75,8 +77,8 @@ def accelerator(device: str) -> str:
     return str(device).split(":")[0]
 
 
-def identity(args: ModelArgs, device: str) -> dict:
-    model_args = {k: v for k, v in args.as_dict().items() if k not in NOT_IDENTITY}
+def identity(args: Settings, device: str) -> dict:
+    model_args = {k: v for k, v in model_args_of(args).items() if k not in NOT_IDENTITY}
     model_args["device"] = str(device).split(":")[0]
     fingerprints, by_folder = {}, {}
     for role, name in required_models(args).items():
@@ -88,18 +90,24 @@ def identity(args: ModelArgs, device: str) -> dict:
             "versions": {package: version(package) for package in PACKAGES}, "source": source_fingerprint()}
 
 
-def source_fingerprint() -> str:
-    """SHA-256 of the code that generates (engine, eviction, detector, adapters): an editable install keeps
-    its version number across edits, and an edit of this code may change results."""
+def source_files(core: Path, adapters: Path) -> list[Path]:
+    """The code that generates, whose edit may change results: the core's engine, eviction, detector and
+    statistics, and every module of the adapters (each sub-package's)."""
+    return [core / "detector.py", core / "stats.py", *sorted((core / "engine").glob("*.py")),
+            *sorted((core / "eviction").glob("*.py")), *sorted(adapters.rglob("*.py"))]
+
+
+def source_fingerprint(core: Path | None = None, adapters: Path | None = None) -> str:
+    """SHA-256 of `source_files` (each with its path below its package, so a module moved to another
+    sub-package counts as changed): an editable install keeps its version number across edits."""
     import kvrescue_eval
 
-    core, adapters = Path(kvrescue_eval.__file__).parent, Path(__file__).parent
-    files = [core / "detector.py", core / "stats.py", *sorted((core / "engine").glob("*.py")),
-             *sorted((core / "eviction").glob("*.py")), *sorted(adapters.glob("*.py")),
-             *sorted((adapters / "scorers").glob("*.py"))]
+    core = core or Path(kvrescue_eval.__file__).parent
+    adapters = adapters or Path(__file__).parents[1]
     digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    for path in source_files(core, adapters):
+        name = path.relative_to(adapters if adapters in path.parents else core).as_posix()
+        digest.update(name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -107,12 +115,21 @@ def identity_hash(value: dict) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 
-def open_journal(args: ModelArgs, device: str, requests_fingerprint: str, *, rank: int = 0,
+def check_journal(args: Settings) -> None:
+    """Refuses a model_arg journal=PATH that cannot be a journal (kvrescue_eval.journal.check_path), when the
+    model is made: before any model file is read or loaded. Its identity is checked when it is opened."""
+    if args.journal is not None and str(args.journal).lower() not in OFF:
+        check_path(args.journal)
+
+
+def open_journal(args: Settings, device: str, requests_fingerprint: str, *, rank: int = 0,
                  world_size: int = 1) -> Journal | None:
-    """The journal of this run, opened (resumable entries loaded), or None when there is none."""
+    """The journal of this run, opened (resumable entries loaded), or None when there is none. The model
+    opens it before it loads the models, so a refused journal costs no loading."""
     chosen = args.journal
     if chosen is not None and str(chosen).lower() in OFF:
         return None
+    check_journal(args)  # before the models' fingerprints are read
     output = None if chosen is not None else lm_eval_output_path()
     if chosen is None and not output:
         return None
@@ -125,5 +142,5 @@ def open_journal(args: ModelArgs, device: str, requests_fingerprint: str, *, ran
     if world_size > 1:  # one writer per file: each data-parallel rank keeps its own journal
         path = path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
     run = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "pid": os.getpid(), "argv": list(sys.argv),
-           "max_problems_in_flight": args.max_problems_in_flight, "requests": requests_fingerprint}
+           "max_problems_in_flight": args.engine.max_problems_in_flight, "requests": requests_fingerprint}
     return Journal(path, ident, info={"created": run["started"]}, run=run)

@@ -78,13 +78,3 @@ def _convert(source: Path, folder: Path) -> None:
         del model.config.quantization_config
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
-
-
-def load_smollm2(*, dtype=None, device: str = "cpu"):
-    """(model, tokenizer) of SmolLM2-135M-Instruct, from the converted folder."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = smollm2_path()
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype or torch.float32).to(device).eval()
-    return model, AutoTokenizer.from_pretrained(path)

@@ -15,7 +15,7 @@ import torch
 from kvrescue_eval import STEP_SEPARATOR
 from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
 
-from .prefix_cache import PrefixCache, Prefix, Row, common_prefix_length
+from .prefix_cache import PrefixCache, Prefix, ScoredRow, common_prefix_length
 
 
 class HelperLogProbScorer:
@@ -56,7 +56,7 @@ class HelperLogProbScorer:
             scores[owner].append(mean)
         return scores
 
-    def _rows(self, request: ScoreRequest) -> list[tuple[Row, int]]:
+    def _rows(self, request: ScoreRequest) -> list[tuple[ScoredRow, int]]:
         """Rows and, per row, the index in `new_ids` of the first scored token."""
         context = self.context(request.system, request.question, request.steps)
         encoded = [self._encode_scored(context, candidate + STEP_SEPARATOR) for candidate in request.candidates]
@@ -70,7 +70,7 @@ class HelperLogProbScorer:
             prefix = self.cache.prefix(request.key, committed[:shared])
         else:
             shared, prefix = 0, Prefix()
-        return [(Row(prefix, ids[shared:]), start - shared) for ids, start in encoded]
+        return [(ScoredRow(prefix, ids[shared:]), start - shared) for ids, start in encoded]
 
     def _encode_scored(self, context: str, scored: str) -> tuple[list[int], int]:
         encoding = self.tokenizer(context + scored, add_special_tokens=False, return_offsets_mapping=True)

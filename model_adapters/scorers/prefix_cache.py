@@ -27,7 +27,8 @@ class Prefix:
 
 
 @dataclass
-class Row:
+class ScoredRow:
+    """One input row of a scorer's forward pass: a cached context and the tokens to run after it."""
     prefix: Prefix        # cached context (may be empty)
     new_ids: list[int]    # tokens to run after it (at least one)
 
@@ -83,7 +84,7 @@ class PrefixCache:
         layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
         return Prefix(prefix.ids + new_ids, layers)
 
-    def run(self, rows: Sequence[Row], reduce: Callable[[int, torch.Tensor], object]) -> list:
+    def run(self, rows: Sequence[ScoredRow], reduce: Callable[[int, torch.Tensor], object]) -> list:
         """`reduce(i, logits)` of every row, where `logits` (len(new_ids), classes) are the model's
         outputs at the row's new tokens. A batch holds rows of one trajectory (one prefix), by similar
         length: they share the cached keys and values without a copy. Mixing trajectories would copy
@@ -101,7 +102,7 @@ class PrefixCache:
                 results[i] = reduce(i, logits)
         return results
 
-    def _chunks(self, order: list[int], rows: Sequence[Row]):
+    def _chunks(self, order: list[int], rows: Sequence[ScoredRow]):
         chunk = []
         for i in order:
             longest = max([len(rows[j].new_ids) for j in chunk] + [len(rows[i].new_ids)])
@@ -113,7 +114,7 @@ class PrefixCache:
         if chunk:
             yield chunk
 
-    def _forward(self, rows: list[Row]) -> list[torch.Tensor]:
+    def _forward(self, rows: list[ScoredRow]) -> list[torch.Tensor]:
         """Logits at the new tokens of rows that share one prefix (new tokens right-padded)."""
         device, prefix = self._device(), rows[0].prefix
         past, width = len(prefix.ids), max(len(row.new_ids) for row in rows)

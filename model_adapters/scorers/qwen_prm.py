@@ -14,7 +14,7 @@ import torch
 from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
 
 from .qwen_prm_model import QwenPRM, positive_probability
-from .prefix_cache import PrefixCache, Prefix, Row, common_prefix_length
+from .prefix_cache import PrefixCache, Prefix, ScoredRow, common_prefix_length
 
 STEP_TAG = "<extra_0>"
 PRM_FILES = ["*.json", "*.safetensors", "*.txt", "*.jinja", "tokenizer*"]
@@ -56,18 +56,18 @@ class QwenPRMScorer:
             scores[owner].append(reward)
         return scores
 
-    def _rows(self, request: ScoreRequest) -> list[Row]:
+    def _rows(self, request: ScoreRequest) -> list[ScoredRow]:
         if not request.candidates:
             return []
         full = [self._through_last_tag(self.encode(self.render(request.system, request.question,
                                                                [*request.steps, c])))
                 for c in request.candidates]
         if not self.use_prefix_cache:
-            return [Row(Prefix(), ids) for ids in full]
+            return [ScoredRow(Prefix(), ids) for ids in full]
         committed = self.encode(self.render(request.system, request.question, request.steps))
         shared = min(common_prefix_length(committed, *full), min(len(ids) for ids in full) - 1)
         prefix = self.cache.prefix(request.key, committed[:shared])
-        return [Row(prefix, ids[shared:]) for ids in full]
+        return [ScoredRow(prefix, ids[shared:]) for ids in full]
 
     def _through_last_tag(self, ids: list[int]) -> list[int]:
         # The template closes the turn after the last tag; those tokens cannot change the reward.

@@ -1,256 +1,230 @@
-"""`--model_args` of the `kvrescue` model: parsing, preset resolution and validation.
+"""`--model_args` of the `kvrescue` model parsed onto the settings tree (tree.py), before any model loads, so a
+bad name or value fails in a second with a message that names the argument and the valid values.
 
-Everything here runs before any model is loaded, so a bad value fails in a second with a message
-that names the argument and the valid values. The evictor is built here, once, with its options; any
-parameter of the chosen evictor's class or of the chosen scorer's factory is a model_arg too (e.g. `sinks`
-for `streamingllm`, `pool_kernel` for `rkv`/`snapkv`, `max_batch_rows` for the scorers), so a new plug-in
-brings its options with it.
-
-Budget semantics: `budget` B counts every slot kept per layer and KV head after a compression,
-including the `window` most recent ones (always kept; their queries score the others), as in R-KV's
-reference code; B - window slots are chosen by score. The paper describes B as the score-selected
-entries plus a protected recent window; here the window is inside B. Between compressions the cache
-grows by up to `buffer` slots, so memory is bounded by B + buffer (192 slots at the paper's B = 64).
-
-Detector: on by default in mode rescue only; the baselines (bon, full, helper) have no early exit,
-as in the paper. `detector=off` with mode rescue is the paper's Table 2 row "+ interleaving".
-
+Each model_arg sets one field of one object of the tree, found by name, never by a list kept here:
+- the fields of the core's objects under their own names: `temperature`, `top_p`, `top_k` (SamplingParams);
+  `max_steps`, `max_step_tokens`, `max_context`, `max_problems_in_flight`, `seed` (EngineConfig); `budget`,
+  `buffer`, `window` (EvictionSchedule);
+- by prefix: `detector_<field>` (DetectorConfig), `<backend>_<field>` (a backend's options, e.g.
+  `vllm_max_model_len`, model_adapters/backends);
+- the chosen evictor's fields and the chosen scorer factory's options under their own names (e.g. `sinks` for
+  `streamingllm`, `max_batch_rows` for the scorers), so a new plug-in brings its options with it;
+- the rest: the fields of `Settings` itself (models, mode, evictor, scorer, dtype, device, ...), `n`,
+  `n_base`, `n_helper` (the engine's counts, by mode), `detector` (on | off; default: on in mode rescue only)
+  and `<role>_backend` (RoleBackends).
+A value given as text is converted to its field's type. A name that nothing takes fails, with the closest one.
 Seed: `seed=S` here, else the seed of `lm_eval --seed` (its first value), see lm_eval/seed.py.
 """
 
-from dataclasses import asdict, dataclass, field, fields, replace
+import typing
+from dataclasses import MISSING, fields
 
 from kvrescue_eval.detector import DetectorConfig
-from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.engine.config import MODES, EngineConfig
+from kvrescue_eval.engine.sampling import SamplingParams
 
+from ..backends import BACKENDS, backend_class, did_you_mean
 from .presets import DEFAULT_PRESET, PRESETS
-from ..scorers import VLLM_VARIANTS
+from .tree import RoleBackends, Settings, plain
 
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-OVERLAP = ("auto", "on", "off")
-BACKENDS = ("hf", "vllm")  # transformers (token-level, in the engine's loop) or vLLM (step-level, beside it)
-DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")  # accelerate's placements over visible GPUs
 # lm-eval passes these from its own command line; batching is `max_problems_in_flight`.
 LM_EVAL_EXTRAS = ("batch_size", "max_batch_size")
 # The paper uses early exit in KV-Rescue only: its best-of-N and full-KV baselines have none (Table 2).
 DETECTOR_DEFAULT = {name: "on" if mode.early_exit else "off" for name, mode in MODES.items()}
 DETECTOR_SWITCH = {"on": "on", "off": "off", True: "on", False: "off", "true": "on", "false": "off"}
-_PAPER_DETECTOR = DetectorConfig()
+EVICTION_FIELDS = {"budget": 64, "buffer": 128, "window": 8}  # of EvictionSchedule, with the paper's defaults
+COUNTS = {"n": 8, "n_base": None, "n_helper": None}  # n_base, n_helper: n unless given
 
 
-@dataclass(frozen=True)
-class ModelArgs:
-    base: str | None = None         # base model (hub id or local folder; "smollm2": the packaged model)
-    helper: str | None = None       # helper model, full KV cache (needed by modes rescue and helper)
-    scorer: str = "qwen-prm"        # step scorer: a name of model_adapters.scorers.SCORERS
-    prm: str | None = None          # checkpoint of the qwen-prm scorer
-    mode: str = "rescue"            # rescue | bon | full | helper
-    n: int = 8                      # candidates per model and step
-    n_base: int | None = None       # overrides n for the base (default: n if the mode uses the base)
-    n_helper: int | None = None     # overrides n for the helper (default: n if the mode uses the helper)
-    evictor: str = "rkv"            # eviction method of the base (modes rescue and bon): a name of EVICTORS
-    budget: int = 64                # KV slots kept per layer and KV head after a compression (see below)
-    buffer: int = 128               # slots added between compressions (memory bound: budget + buffer)
-    window: int = 8                 # recent slots always kept; their queries score the others
-    temperature: float = 0.8
-    top_p: float = 0.95
-    top_k: int = 20
-    max_steps: int = 1024           # committed steps per problem
-    max_step_tokens: int = 512      # tokens per candidate step
-    max_context: int = 4096         # prompt + trajectory tokens (base tokenizer)
-    max_problems_in_flight: int = 8  # problems decoded at once (continuous batching)
-    # Degeneration detector (early exit of base candidates): on | off; None = the mode's default
-    # (on for rescue, off for bon, full and helper, as in the paper). detector=off with mode=rescue
-    # is the paper's Table 2 row "+ interleaving". Thresholds: kvrescue_eval.detector.DetectorConfig.
-    detector: str | None = None
-    detector_entropy_threshold: float = _PAPER_DETECTOR.entropy_threshold  # nats, moving average
-    detector_window: int = _PAPER_DETECTOR.window                           # tokens averaged
-    detector_guard: int = _PAPER_DETECTOR.guard                             # tokens before the first check
-    detector_gzip_threshold: float = _PAPER_DETECTOR.gzip_threshold         # gzip ratio below this: a loop
-    detector_gzip_chars: int = _PAPER_DETECTOR.gzip_chars                   # characters compressed
-    dtype: str = "auto"
-    device: str = "cpu"
-    seed: int = 0
-    preset: str | None = None
-    # Run journal (docs/resume.md): finished problems on disk, so a rerun resumes. Default: beside
-    # lm-eval's --output_path when given; "off": none. Not part of a result's identity.
-    journal: str | None = None
-    # Which library runs each role. The base evicts, which vLLM cannot: base_backend=vllm needs mode full.
-    helper_backend: str = "hf"
-    prm_backend: str = "hf"         # for scorer=qwen-prm
-    base_backend: str = "hf"
-    # Helper proposals and scoring on background threads beside the base's decoding: on | off | auto
-    # (auto: on when a role runs on vLLM). Off, an all-transformers run is bit-reproducible: which
-    # problems share a scorer batch (and when the next step's rows join the base's batch) never depends
-    # on thread timing. On, it can, through the float rounding of differently composed batches.
-    overlap: str = "auto"
-    # vLLM engine settings (passed to every vLLM engine when set; model_adapters/vllm/engine.py)
-    vllm_gpu_memory_utilization: float | None = None  # share of GPU memory per engine (GPU default per role)
-    vllm_kv_cache_memory_bytes: int | None = None     # KV cache size per engine (CPU default 1 GiB)
-    vllm_tensor_parallel_size: int | None = None
-    vllm_max_model_len: int | None = None
-    vllm_enforce_eager: bool | None = None
-    vllm_max_num_seqs: int | None = None
-    vllm_block_size: int | None = None
-    vllm_quantization: str | None = None
-    evictor_options: dict = field(default_factory=dict)  # options of the evictor class, as given
-    scorer_options: dict = field(default_factory=dict)   # options of the scorer factory, as given
-    # The evictor object, built once from `evictor` and `evictor_options` (None when the mode does not evict).
-    eviction: object = field(default=None, compare=False, repr=False)
-    # placement of a model too large for one device: its layers spread over all visible GPUs of this
-    # process (transformers' device_map through accelerate); None: the whole model on `device`
-    device_map: str | None = None
-
-    @property
-    def backends(self) -> dict:
-        """role -> backend of the roles this run uses ("base", "helper", "prm")."""
-        n_base, n_helper = self.counts
-        roles = {"base": (n_base, self.base_backend), "helper": (n_helper, self.helper_backend),
-                 "prm": (n_base + n_helper > 1 and self.scorer in VLLM_VARIANTS, self.prm_backend)}
-        return {role: backend for role, (used, backend) in roles.items() if used}
-
-    @property
-    def overlaps(self) -> bool:
-        return self.uses_vllm if self.overlap == "auto" else self.overlap == "on"
-
-    @property
-    def uses_vllm(self) -> bool:
-        return "vllm" in self.backends.values() or self.scorer in VLLM_VARIANTS.values()
-
-    @property
-    def counts(self) -> tuple[int, int]:
-        """(N_b, N_h) of the mode."""
-        mode = MODES[self.mode]
-        n_base = self.n_base if self.n_base is not None else self.n
-        n_helper = self.n_helper if self.n_helper is not None else self.n
-        return (n_base if mode.uses_base else 0), (n_helper if mode.uses_helper else 0)
-
-    @property
-    def evicts(self) -> bool:
-        return MODES[self.mode].evicts
-
-    @property
-    def scored(self) -> bool:
-        """Whether steps are chosen among several candidates (one candidate needs no scorer)."""
-        return sum(self.counts) > 1
-
-    @property
-    def detector_on(self) -> bool:
-        """The effective detector switch: the model_arg, else the mode's default."""
-        return (self.detector or DETECTOR_DEFAULT[self.mode]) == "on"
-
-    @property
-    def detector_config(self) -> DetectorConfig | None:
-        """What the engine gets: None when the detector is off (no candidate is ever aborted)."""
-        if not self.detector_on:
-            return None
-        return DetectorConfig(entropy_threshold=self.detector_entropy_threshold, window=self.detector_window,
-                              guard=self.detector_guard, gzip_threshold=self.detector_gzip_threshold,
-                              gzip_chars=self.detector_gzip_chars)
-
-    def as_dict(self) -> dict:
-        return {name: value for name, value in asdict(self).items() if name != "eviction"}
+def _kind(hint):
+    """int, float, bool or str: the type a model_arg's text converts to (None: not settable from text)."""
+    options = [arg for arg in typing.get_args(hint) if arg is not type(None)] or [hint]
+    return options[0] if options[0] in (int, float, bool, str) else None
 
 
-_PLUGIN_FIELDS = ("evictor_options", "scorer_options", "eviction")
-NAMES = tuple(f.name for f in fields(ModelArgs) if f.name not in _PLUGIN_FIELDS)
-NUMERIC = {**{f.name: type(f.default) for f in fields(ModelArgs) if type(f.default) in (int, float)},
-           "n_base": int, "n_helper": int, "vllm_gpu_memory_utilization": float, "vllm_kv_cache_memory_bytes": int,
-           "vllm_tensor_parallel_size": int, "vllm_max_model_len": int, "vllm_max_num_seqs": int,
-           "vllm_block_size": int}
-BOOLEAN = ("vllm_enforce_eager",)
-VLLM_SETTINGS = tuple(name for name in NAMES if name.startswith("vllm_"))
+def _fields(cls, exclude=()) -> dict:
+    """field -> (kind, default) of a dataclass's fields settable from text."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: (_kind(hints[f.name]), f.default) for f in fields(cls)
+            if f.init and f.name not in exclude and _kind(hints[f.name]) is not None}
 
 
-def parse_model_args(raw: dict) -> ModelArgs:
-    """ModelArgs from lm-eval's parsed `--model_args` (values may already be int/float/bool)."""
+def sections() -> dict:
+    """node -> (model_arg prefix, {field: (kind, default)}) of every object a model_arg can set."""
+    found = {"settings": ("", _fields(Settings)),
+             "counts": ("", {name: (int, default) for name, default in COUNTS.items()}),
+             "backends": ("", {f"{role}_backend": (str, default) for role, (_, default) in _fields(RoleBackends).items()}),
+             "sampling": ("", _fields(SamplingParams)),
+             "engine": ("", _fields(EngineConfig, exclude=("n_base", "n_helper"))),
+             "eviction": ("", {name: (int, default) for name, default in EVICTION_FIELDS.items()}),
+             "detector": ("detector_", _fields(DetectorConfig))}
+    found["settings"][1]["detector"] = ("switch", None)
+    for name in BACKENDS:
+        options = backend_class(name).options
+        if options is not None:
+            found[f"backend:{name}"] = (f"{name}_", _fields(options))
+    return found
+
+
+def parse_model_args(raw: dict) -> Settings:
+    """The settings of lm-eval's parsed `--model_args` (values may already be int/float/bool)."""
     raw = {k: v for k, v in raw.items() if k not in LM_EVAL_EXTRAS}
     preset = raw.get("preset") or (None if raw.get("base") or raw.get("helper") else DEFAULT_PRESET)
     if preset is not None and preset not in PRESETS:
-        raise ValueError(f"unknown preset={preset!r}; valid presets: {', '.join(PRESETS)}")
+        raise ValueError(f"unknown preset={preset!r}; valid presets: {', '.join(PRESETS)}" + did_you_mean(preset, PRESETS))
     values = {**(PRESETS[preset] if preset else {}), **{k: v for k, v in raw.items() if v is not None}}
     if "prm" in raw and "scorer" not in raw:
         values["scorer"] = "qwen-prm"  # `prm=PATH` alone means: score with that Qwen PRM
     values["preset"] = preset
-    evictor = str(values.get("evictor", ModelArgs.evictor))
-    scorer = str(values.get("scorer", ModelArgs.scorer))
-    evictor_defaults, scorer_defaults = _plugin_options(evictor, scorer)
-    unknown = sorted(set(values) - set(NAMES) - set(evictor_defaults) - set(scorer_defaults))
+    nodes = sections()
+    by_name = {prefix + name: (node, name, kind) for node, (prefix, table) in nodes.items()
+               for name, (kind, _) in table.items()}
+    evictor, scorer = str(values.get("evictor", Settings.evictor)), str(values.get("scorer", Settings.scorer))
+    evictor_defaults, scorer_defaults = _plugin_options(evictor, scorer, values.get("prm_backend"))
+    unknown = sorted(set(values) - set(by_name) - set(evictor_defaults) - set(scorer_defaults))
     if unknown:
         plugin_names = sorted(set(evictor_defaults) | set(scorer_defaults))
-        raise ValueError(f"unknown model_arg(s) {unknown} for --model kvrescue; valid: {', '.join(NAMES)}"
+        everything = [*by_name, *plugin_names]
+        hints = "".join(f" ({name}: did you mean {close[0]}?)" for name in unknown
+                        if (close := _close(name, everything)))
+        raise ValueError(f"unknown model_arg(s) {unknown} for --model kvrescue{hints}; valid: {', '.join(by_name)}"
                          + (f", and the options of evictor {evictor} / scorer {scorer}: {', '.join(plugin_names)}"
                             if plugin_names else ""))
-    core = {name: _convert(name, value) for name, value in values.items() if name in NAMES}
-    args = ModelArgs(**core,
-                     evictor_options={k: _convert_option(k, v, evictor_defaults[k]) for k, v in values.items()
-                                      if k in evictor_defaults and k not in NAMES},
-                     scorer_options={k: _convert_option(k, v, scorer_defaults[k]) for k, v in values.items()
-                                     if k in scorer_defaults and k not in NAMES and k not in evictor_defaults})
-    validate(args)
-    return replace(args, eviction=_checked_schedule(args).evictor if args.evicts else None)
+    given = {node: {} for node in nodes}
+    for name, value in values.items():
+        if name in by_name:
+            node, field, kind = by_name[name]
+            given[node][field] = None if value is None else _convert(name, value, kind)
+    options = {"evictor": {k: _convert_option(k, v, evictor_defaults[k]) for k, v in values.items()
+                           if k in evictor_defaults and k not in by_name},
+               "scorer": {k: _convert_option(k, v, scorer_defaults[k]) for k, v in values.items()
+                          if k in scorer_defaults and k not in by_name and k not in evictor_defaults}}
+    return _settings(given, options, nodes)
 
 
-def _plugin_options(evictor: str, scorer: str) -> tuple[dict, dict]:
-    """(option -> default) of the evictor class and of the scorer factory; empty for unknown names
-    (validate() then names the valid ones)."""
+def model_args_of(settings: Settings) -> dict:
+    """The settings as model_args (name -> value, what parse_model_args would take back): the counts resolved by
+    mode, the eviction and detector fields only where they apply, the plug-ins' options as dicts."""
+    nodes = sections()
+    objects = {"settings": settings, "sampling": settings.sampling, "engine": settings.engine,
+               "eviction": settings.eviction, "detector": settings.engine.detector,
+               **{f"backend:{name}": options for name, options in settings.backend_options.items()}}
+    flat = {prefix + name: getattr(objects[node], name) for node, (prefix, table) in nodes.items()
+            if objects.get(node) is not None for name in table if name != "detector"}
+    flat.update({f"{role}_backend": getattr(settings.backends_of, role) for role in ("base", "helper", "prm")})
+    flat.update(n_base=settings.engine.n_base, n_helper=settings.engine.n_helper,
+                detector="on" if settings.detector is not None else "off",
+                evictor_options=plain(settings.eviction.evictor) if settings.eviction is not None else None,
+                scorer_options=dict(settings.scorer_options))
+    return flat
+
+
+def _close(name, valid):
+    import difflib
+
+    return difflib.get_close_matches(name, valid, n=1)
+
+
+def _settings(given: dict, options: dict, nodes: dict) -> Settings:
+    """The tree from the converted values of each node; each object checks its own fields."""
+    top = given["settings"]
+    mode = top.get("mode", Settings.mode)
+    if mode not in MODES:
+        raise ValueError(f"model_arg mode={mode!r} is invalid; valid: {', '.join(MODES)}" + did_you_mean(mode, MODES))
+    n_base, n_helper = _counts(mode, {**{k: d for k, (_, d) in nodes["counts"][1].items()}, **given["counts"]})
+    switch = top.pop("detector", None) or DETECTOR_DEFAULT[mode]
+    detector = _built(DetectorConfig, given["detector"], "detector_") if switch == "on" else None
+    engine = _built(EngineConfig, given["engine"], n_base=n_base, n_helper=n_helper, detector=detector)
+    eviction = _eviction(top.get("evictor", Settings.evictor), options["evictor"], given["eviction"]) \
+        if MODES[mode].evicts else None
+    backend_options = {node.split(":", 1)[1]: _built(option_class, given[node], nodes[node][0])
+                       for node in nodes if node.startswith("backend:")
+                       for option_class in [backend_class(node.split(":", 1)[1]).options]}
+    roles = RoleBackends(**{name.removesuffix("_backend"): value for name, value in given["backends"].items()})
+    return Settings(**top, sampling=_built(SamplingParams, given["sampling"]), engine=engine, eviction=eviction,
+                    backends_of=roles, backend_options=backend_options, scorer_options=options["scorer"])
+
+
+def _counts(mode: str, counts: dict) -> tuple[int, int]:
+    """(N_b, N_h) of the mode from n, n_base and n_helper."""
+    def bad(name, valid):
+        raise ValueError(f"model_arg {name}={counts[name]!r} is invalid; valid: {valid}")
+
+    if counts["n"] < 1:
+        bad("n", "an integer >= 1")
+    for name in ("n_base", "n_helper"):
+        if counts[name] is not None and counts[name] < 0:
+            bad(name, "an integer >= 0")
+    used = MODES[mode]
+    n_base = counts["n_base"] if counts["n_base"] is not None else counts["n"]
+    n_helper = counts["n_helper"] if counts["n_helper"] is not None else counts["n"]
+    n_base, n_helper = (n_base if used.uses_base else 0), (n_helper if used.uses_helper else 0)
+    if used.uses_base and n_base < 1:
+        raise ValueError(f"model_arg n_base={n_base!r} is invalid; valid: an integer >= 1 in mode {mode}")
+    if used.uses_helper and not used.uses_base and n_helper < 1:
+        raise ValueError(f"model_arg n_helper={n_helper!r} is invalid; valid: an integer >= 1 in mode {mode}")
+    return n_base, n_helper
+
+
+def _built(cls, given: dict, prefix: str = "", **derived):
+    """cls(**given, **derived), its own check's error naming the model_args given."""
+    try:
+        return cls(**given, **derived)
+    except (TypeError, ValueError) as error:
+        named = ", ".join(f"{prefix}{k}={v!r}" for k, v in given.items())
+        raise ValueError(f"model_arg(s) {named or '(defaults)'}: {error}") from None
+
+
+def _eviction(name: str, options: dict, values: dict):
+    """The base's EvictionSchedule with its evictor, built once from `evictor` and the evictor's options."""
+    from kvrescue_eval.eviction import EVICTORS, EvictionSchedule
+
+    if name not in EVICTORS:
+        raise ValueError(f"model_arg evictor={name!r} is invalid; valid: {', '.join(sorted(EVICTORS))}"
+                         + did_you_mean(name, EVICTORS))
+    try:
+        evictor = EVICTORS[name](**options)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"model_args of evictor={name}: {error}") from None
+    schedule = {**EVICTION_FIELDS, **values}
+    try:
+        return EvictionSchedule(evictor, **schedule)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"model_args {', '.join(f'{k}={v!r}' for k, v in schedule.items())}: {error}") from None
+
+
+def _plugin_options(evictor: str, scorer: str, backend: str | None) -> tuple[dict, dict]:
+    """(option -> default) of the evictor class and of the scorer factory on its backend; empty for unknown
+    names (the tree then names the valid ones)."""
     from kvrescue_eval.eviction import EVICTORS, evictor_options
 
-    from ..scorers import SCORERS, scorer_options
+    from ..scorers import SCORERS, scorer_backends, scorer_options
 
     evictor_defaults = evictor_options(EVICTORS[evictor]) if evictor in EVICTORS else {}
-    return evictor_defaults, (scorer_options(scorer) if scorer in SCORERS else {})
+    runs = scorer in SCORERS and (backend is None or backend in scorer_backends(scorer))
+    return evictor_defaults, (scorer_options(scorer, backend) if runs else {})
 
 
-def _checked_schedule(args: ModelArgs):
-    """The base's eviction schedule, which checks budget, buffer and window (the one place they are checked)."""
-    from kvrescue_eval.eviction import EvictionSchedule
-
-    try:
-        return EvictionSchedule(_build_evictor(args), args.budget, args.buffer, args.window)
-    except TypeError as error:
-        raise ValueError(f"model_args budget={args.budget!r}, buffer={args.buffer!r}, window={args.window!r}: "
-                         f"{error}") from None
-    except ValueError as error:
-        if str(error).startswith("model_args of evictor="):
-            raise
-        raise ValueError(f"model_args budget={args.budget!r}, buffer={args.buffer!r}, window={args.window!r}: "
-                         f"{error}") from None
-
-
-def _build_evictor(args: ModelArgs):
-    from kvrescue_eval.eviction import EVICTORS
-
-    try:
-        return EVICTORS[args.evictor](**args.evictor_options)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"model_args of evictor={args.evictor}: {error}") from None
-
-
-def _convert(name: str, value):
-    if name == "detector" and value is not None:
+def _convert(name: str, value, kind):
+    if kind == "switch":
         key = value.lower() if isinstance(value, str) else value
         if key not in DETECTOR_SWITCH:
             raise ValueError(f"model_arg detector={value!r} is invalid; valid: on, off "
                              f"(default: {', '.join(f'{v} for {m}' for m, v in DETECTOR_DEFAULT.items())})")
         return DETECTOR_SWITCH[key]
-    if name in BOOLEAN and value is not None:
+    if kind is bool:
         if isinstance(value, bool) or str(value).lower() in ("true", "false"):
             return value if isinstance(value, bool) else str(value).lower() == "true"
         raise ValueError(f"model_arg {name}={value!r} must be true or false")
-    if value is None or name not in NUMERIC:
-        return None if value is None else str(value)
-    return _to_number(name, value, NUMERIC[name])
+    if kind in (int, float):
+        return _to_number(name, value, kind)
+    return str(value)
 
 
 def _convert_option(name: str, value, default):
     """A plug-in option given as text (or already typed by lm-eval), converted to its default's type."""
-    if isinstance(default, bool):
-        if isinstance(value, bool) or str(value).lower() in ("true", "false"):
-            return value if isinstance(value, bool) else str(value).lower() == "true"
-        raise ValueError(f"model_arg {name}={value!r} must be true or false")
-    if type(default) in (int, float):
-        return _to_number(name, value, type(default))
+    if isinstance(default, bool) or type(default) in (int, float):
+        return _convert(name, value, type(default))
     return value if default is None or isinstance(value, type(default)) else type(default)(value)
 
 
@@ -264,97 +238,3 @@ def _to_number(name: str, value, kind):
         return kind(number)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"model_arg {name}={value!r} must be {'an integer' if kind is int else 'a number'}") from None
-
-
-def validate(args: ModelArgs) -> None:
-    from kvrescue_eval.eviction import EVICTORS
-
-    from ..scorers import SCORERS, scorer_model_args
-
-    def bad(name, valid):
-        raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")
-
-    if args.mode not in MODES:
-        bad("mode", ", ".join(MODES))
-    for name in ("n", "max_steps", "max_step_tokens", "max_context", "max_problems_in_flight"):
-        if getattr(args, name) < 1:
-            bad(name, "an integer >= 1")
-    for name in ("n_base", "n_helper"):
-        if getattr(args, name) is not None and getattr(args, name) < 0:
-            bad(name, "an integer >= 0")
-    mode = MODES[args.mode]
-    n_base, n_helper = args.counts
-    if mode.uses_base and n_base < 1:
-        bad("n_base", f"an integer >= 1 in mode {args.mode}")
-    if mode.uses_helper and not mode.uses_base and n_helper < 1:
-        bad("n_helper", f"an integer >= 1 in mode {args.mode}")
-    if mode.uses_base and not args.base:
-        bad("base", f"a model name or folder (mode {args.mode} decodes with the base)")
-    if n_helper and not args.helper:
-        bad("helper", f"a model name or folder (mode {args.mode} with n_helper={n_helper} needs a helper)")
-    if args.evicts:
-        if args.evictor not in EVICTORS:
-            bad("evictor", ", ".join(sorted(EVICTORS)))
-    if args.scored:
-        if args.scorer not in SCORERS:
-            bad("scorer", ", ".join(sorted(SCORERS)))
-        for name in scorer_model_args(args.scorer):
-            if not getattr(args, name):
-                others = ", ".join(f"scorer={other}" for other in sorted(SCORERS) if other != args.scorer)
-                bad(name, f"a model name or folder: scorer={args.scorer} reads it (or choose {others})")
-    if args.temperature < 0:
-        bad("temperature", "a number >= 0 (0: greedy)")
-    if not 0 < args.top_p <= 1:
-        bad("top_p", "a number in (0, 1]")
-    if args.top_k < 0:
-        bad("top_k", "an integer >= 0 (0: off)")
-    if args.dtype not in DTYPES:
-        bad("dtype", ", ".join(DTYPES))
-    if args.device_map is not None and args.device_map not in DEVICE_MAPS:
-        bad("device_map", ", ".join(DEVICE_MAPS))
-    validate_detector(args)
-    validate_backends(args)
-
-
-def validate_detector(args: ModelArgs) -> None:
-    if args.detector == "on" and not MODES[args.mode].uses_base:
-        raise ValueError(f"model_arg detector=on does nothing in mode {args.mode}: the detector screens base "
-                         f"candidates only, never the helper's (valid: detector=off or no detector in mode helper)")
-    limits = {"detector_entropy_threshold": (0, "a number >= 0 (nats)"), "detector_window": (1, "an integer >= 1"),
-              "detector_guard": (0, "an integer >= 0"), "detector_gzip_threshold": (0, "a number >= 0"),
-              "detector_gzip_chars": (1, "an integer >= 1")}
-    for name, (lowest, valid) in limits.items():
-        if not getattr(args, name) >= lowest:  # also refuses nan
-            raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")
-
-
-def validate_backends(args: ModelArgs) -> None:
-    if args.overlap not in OVERLAP:
-        raise ValueError(f"model_arg overlap={args.overlap!r} is invalid; valid: {', '.join(OVERLAP)}")
-    """Backends and vLLM settings; asking for vLLM without it installed fails here, before loading."""
-    def bad(name, valid):
-        raise ValueError(f"model_arg {name}={getattr(args, name)!r} is invalid; valid: {valid}")
-
-    for name in ("helper_backend", "prm_backend", "base_backend"):
-        if getattr(args, name) not in BACKENDS:
-            bad(name, ", ".join(BACKENDS))
-    if args.backends.get("base") == "vllm" and args.evicts:
-        bad("base_backend", f"hf in mode {args.mode} (vLLM has no per-request KV eviction); "
-                            f"vllm only for a base that keeps its full KV cache (mode full)")
-    if args.prm_backend == "vllm" and args.scorer not in VLLM_VARIANTS:
-        bad("prm_backend", f"hf with scorer={args.scorer} (prm_backend=vllm serves "
-                           f"{', '.join(f'scorer={name}' for name in VLLM_VARIANTS)})")
-    given = [name for name in VLLM_SETTINGS if getattr(args, name) is not None]
-    if given and not args.uses_vllm:
-        raise ValueError(f"model_arg(s) {given} set vLLM engine settings but no role runs on vLLM; "
-                         f"set helper_backend, prm_backend or base_backend to vllm")
-    if args.vllm_gpu_memory_utilization is not None and not 0 < args.vllm_gpu_memory_utilization <= 1:
-        bad("vllm_gpu_memory_utilization", "a number in (0, 1]")
-    for name in ("vllm_kv_cache_memory_bytes", "vllm_tensor_parallel_size", "vllm_max_model_len",
-                 "vllm_max_num_seqs", "vllm_block_size"):
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            bad(name, "an integer >= 1")
-    if args.uses_vllm:
-        from ..vllm.engine import require_vllm
-
-        require_vllm()

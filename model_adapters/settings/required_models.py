@@ -1,24 +1,24 @@
 """Which models a run's settings load, and whether they are on this machine (checked before anything loads)."""
 
 from ..model_files.locate import SMOLLM2, TESTBED, ModelNotOnThisMachine, model_folder
-from .model_args import ModelArgs
+from .tree import Settings
 
 
 class ModelsNotFound(FileNotFoundError):
     """Models named in model_args that are neither packaged, nor local folders, nor in the local hub cache."""
 
 
-def required_models(args: ModelArgs) -> dict[str, str]:
+def required_models(args: Settings) -> dict[str, str]:
     """role -> model name, for the models that this mode and scorer load."""
     from ..scorers import scorer_model_args
 
     n_base, n_helper = args.counts
     roles = ["base"] * bool(n_base) + ["helper"] * bool(n_helper)
-    roles += list(scorer_model_args(args.scorer)) if args.scored else []
+    roles += list(scorer_model_args(args.scorer, args.scorer_backend)) if args.scored else []
     return {role: getattr(args, role) for role in dict.fromkeys(roles) if getattr(args, role)}
 
 
-def check_models_present(args: ModelArgs) -> None:
+def check_models_present(args: Settings) -> None:
     """Raise ModelsNotFound naming every hub model of `args` missing on this machine and how to fetch it
     (packaged models are checked when they load, with their own messages)."""
     missing = {}

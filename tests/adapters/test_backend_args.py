@@ -35,7 +35,8 @@ def test_backends_and_vllm_settings_parse():
     args = parse_model_args(dict(RESCUE, helper_backend="vllm", prm_backend="vllm", vllm_enforce_eager="True",
                                  vllm_gpu_memory_utilization="0.25", vllm_max_model_len="4096"))
     assert args.backends == {"base": "hf", "helper": "vllm", "prm": "vllm"}
-    assert (args.vllm_enforce_eager, args.vllm_gpu_memory_utilization, args.vllm_max_model_len) == (True, 0.25, 4096)
+    vllm = args.backend_options["vllm"]
+    assert (vllm.enforce_eager, vllm.gpu_memory_utilization, vllm.max_model_len) == (True, 0.25, 4096)
     full = parse_model_args(dict(base=MISSING, prm=MISSING, mode="full", base_backend="vllm"))
     assert full.backends == {"base": "vllm", "prm": "hf"}
     assert parse_model_args(dict(base=MISSING, mode="full", n=1, prm_backend="vllm")).backends == {"base": "hf"}

@@ -4,12 +4,16 @@ model with any cache that is not an `EvictingCache`, or none: the evicting logic
 The reference is the same weights with transformers' own attention, fed the same left-padded batch.
 """
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from transformers import DynamicCache
 
 from kvrescue_eval.model_adapters.hf.evicting_attention import use_evicting_attention
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
+from hf_probes import make_evicting_cache  # noqa: E402
 
 from test_evicting_cache import VOCAB, clone_model, tiny_model
 

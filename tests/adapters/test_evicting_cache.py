@@ -6,6 +6,9 @@ from the formula over the full (never evicted) keys, masking per layer, row and 
 the evicting cache does not hold at that step.
 """
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
@@ -13,7 +16,10 @@ from transformers.modeling_utils import AttentionInterface
 
 from kvrescue_eval.eviction import kept_indices
 from kvrescue_eval.eviction import EvictionSchedule
-from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingCache, make_evicting_cache
+from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingCache
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
+from hf_probes import concat, make_evicting_cache, split  # noqa: E402
 
 VOCAB = 64
 TOL = 1e-4
@@ -176,13 +182,13 @@ def test_concatenated_rows_of_different_lengths_equal_each_row_alone(attention):
         for row, p in zip(rows, prompts):
             caches.append(make_evicting_cache(model, **policy))
             model(row[None, :p], past_key_values=caches[-1])
-        batch = EvictingCache.concat(caches)
+        batch = concat(caches)
         assert batch.lengths.tolist() == prompts
         got = []
         for t in range(steps):
             step = torch.stack([row[p + t] for row, p in zip(rows, prompts)])[:, None]
             got.append(model(step, past_key_values=batch, position_ids=batch.next_positions(1)).logits[:, -1])
-        parts = batch.split([1, 2])
+        parts = split(batch, [1, 2])
         assert [part.lengths.tolist() for part in parts] == [[prompts[0] + steps], [p + steps for p in prompts[1:]]]
         for t in range(steps, 2 * steps):
             step = torch.stack([row[p + t] for row, p in zip(rows, prompts)])[:, None]
@@ -290,7 +296,7 @@ def test_rows_of_different_lengths_need_per_row_positions():
         model(torch.ones(1, 3, dtype=torch.long), past_key_values=caches[0])
         model(torch.ones(1, 5, dtype=torch.long), past_key_values=caches[1])
         with pytest.raises(ValueError, match=r"different numbers of tokens \(\[3, 5\]\).*next_positions"):
-            model(torch.ones(2, 1, dtype=torch.long), past_key_values=EvictingCache.concat(caches))
+            model(torch.ones(2, 1, dtype=torch.long), past_key_values=concat(caches))
 
 
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])

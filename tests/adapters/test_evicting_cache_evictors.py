@@ -6,13 +6,17 @@ Covers the protocol's cache-side duties: values handed to value-aware evictors (
 accumulated and gathered (h2o, whose kept set is checked against the accumulated attention of the masked
 reference), per-layer budgets (pyramidkv) and per-head validity (adakv)."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 from test_evicting_cache import VOCAB, MaskedFullAttention, clone_model, tiny_model, visible_positions
 from transformers import DynamicCache
 
 from kvrescue_eval.eviction import EVICTORS
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
+from hf_probes import make_evicting_cache  # noqa: E402
 
 BUDGET, BUFFER, PROMPT, DECODE, LAYERS = 20, 8, 30, 90, 4
 
@@ -51,7 +55,7 @@ def test_every_evictor_equals_its_masked_full_cache_and_stays_at_its_bound(evict
     reference = RecordingAttention()
     full = clone_model(model, reference.name)
     cache = make_evicting_cache(model, budget=BUDGET, buffer=BUFFER, method=evictor)
-    schedule = cache.policy
+    schedule = cache.schedule
     bound = schedule.kv_bytes(num_layers=LAYERS, kv_heads=kv_heads, key_dim=dim, value_dim=dim, itemsize=4,
                               extra_per_slot=kv_heads * 9) * 2       # int64 position + bool validity per head; 2 rows
     full_cache = DynamicCache(config=full.config)

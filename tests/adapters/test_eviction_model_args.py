@@ -11,13 +11,13 @@ BASE = {"base": "b", "helper": "h", "scorer": "helper-logprob"}
 @pytest.mark.parametrize("name", sorted(EVICTORS))
 def test_each_evictor_is_built_with_its_defaults(name):
     args = parse_model_args({**BASE, "evictor": name})
-    assert args.eviction == EVICTORS[name](**evictor_options(EVICTORS[name]))
+    assert args.eviction.evictor == EVICTORS[name](**evictor_options(EVICTORS[name]))
 
 
 def test_options_arrive_as_text_and_are_converted():
     args = parse_model_args({**BASE, "evictor": "adakv", "scores": "rkv", "head_cap": "1.5", "alpha_safeguard": "0"})
-    assert args.eviction == AdaKV(scores="rkv", head_cap=1.5, alpha_safeguard=0.0)
-    assert parse_model_args({**BASE, "evictor": "pyramidkv", "beta": "10"}).eviction == PyramidKV(beta=10)
+    assert args.eviction.evictor == AdaKV(scores="rkv", head_cap=1.5, alpha_safeguard=0.0)
+    assert parse_model_args({**BASE, "evictor": "pyramidkv", "beta": "10"}).eviction.evictor == PyramidKV(beta=10)
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+from hf_probes import make_evicting_cache
 from tests.engine.tiny_models import tiny_model, tiny_tokenizer
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))

@@ -21,7 +21,7 @@ from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
 
 import kvrescue_eval.eviction as eviction  # noqa: E402
 from kvrescue_eval.engine.sampling import SamplingParams  # noqa: E402
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache  # noqa: E402
+from hf_probes import make_evicting_cache  # noqa: E402
 from kvrescue_eval.model_adapters.hf.policy import HFPolicy  # noqa: E402
 
 STEPS, BUDGET, BUFFER = 300, 24, 64

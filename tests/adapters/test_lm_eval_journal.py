@@ -68,6 +68,27 @@ def test_a_journal_of_other_model_args_is_refused_naming_them(tmp_path, tiny_fol
     assert "model_args.budget: journal has 16, this run has 32" in str(error.value)
     assert "model_args.seed: journal has 0, this run has 3" in str(error.value)
     assert journal.read_bytes() == before
+    assert lm.config is None and lm.base is None  # refused before the models loaded
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p.mkdir(), "is a folder"),
+    (lambda p: p.write_text('{"results": {}}\n'), "not a kvrescue journal"),
+])
+def test_a_journal_path_that_cannot_be_one_is_refused_before_any_model_file_is_read(tmp_path, tiny_folder, make,
+                                                                                     message, monkeypatch):
+    import builtins
+
+    path = tmp_path / "journal.jsonl"
+    make(path)
+    opened = []
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda file, *a, **k: opened.append(str(file)) or real_open(file, *a, **k))
+    with pytest.raises(JournalError, match=message):
+        make_lm(tiny_folder, journal=str(path))  # the model is made, nothing is generated
+    assert not [name for name in opened if name.startswith(tiny_folder)]  # no config, weights or tokenizer file
+    make_lm(tiny_folder, journal="off").generate_until(requests(1), disable_tqdm=True)
+    assert str(Path(tiny_folder) / "config.json") in opened  # the control: loading is seen reading them
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -89,3 +110,24 @@ def test_output_path_from_an_lm_eval_config_file(tmp_path):
     config = tmp_path / "eval.yaml"
     config.write_text("model: kvrescue\noutput_path: runs/from-config\n")
     assert lm_eval_output_path(["lm_eval", "run", "--config", str(config)]) == "runs/from-config"
+
+
+def test_the_source_fingerprint_covers_the_generating_code_of_every_sub_package(tmp_path):
+    import shutil
+
+    import kvrescue_eval
+    from kvrescue_eval.model_adapters.lm_eval import run_journal
+
+    core, adapters = Path(kvrescue_eval.__file__).parent, Path(run_journal.__file__).parents[1]
+    covered = {path.relative_to(adapters).as_posix() for path in run_journal.source_files(core, adapters)
+               if adapters in path.parents}
+    for module in ("hf/policy.py", "hf/evicting_layer.py", "hf/kv_slots.py", "vllm/step_policy.py", "prompts.py",
+                   "scorers/qwen_prm.py", "backends/__init__.py", "settings/tree.py", "lm_eval/requests.py"):
+        assert module in covered, module
+    copy = tmp_path / "model_adapters"
+    shutil.copytree(adapters, copy, ignore=shutil.ignore_patterns("weights", "__pycache__"))
+    before = run_journal.source_fingerprint(core, copy)
+    assert before == run_journal.source_fingerprint(core, adapters)
+    policy = copy / "hf" / "policy.py"
+    policy.write_text(policy.read_text() + "\n# an edit\n")
+    assert run_journal.source_fingerprint(core, copy) != before

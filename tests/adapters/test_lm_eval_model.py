@@ -52,9 +52,9 @@ def test_presets_resolve_and_model_args_override_them():
     assert parse_model_args({"mode": "helper"}).helper == "smollm2"   # no model named: the default preset
     assert parse_model_args({"helper": "h", "mode": "helper", "n": 1}).preset is None
     paper = parse_model_args({"preset": "paper-7b", "budget": 128, "batch_size": 1})
-    assert (paper.base, paper.helper, paper.prm, paper.scorer, paper.evictor, paper.budget, paper.n) == (
+    assert (paper.base, paper.helper, paper.prm, paper.scorer, paper.evictor, paper.eviction.budget, paper.counts) == (
         "Qwen/Qwen2.5-Math-7B-Instruct", "Qwen/Qwen2.5-Math-1.5B-Instruct", "Qwen/Qwen2.5-Math-PRM-7B",
-        "qwen-prm", "rkv", 128, 8)
+        "qwen-prm", "rkv", 128, (8, 8))
     assert parse_model_args({"preset": "paper-7b", "mode": "bon"}).counts == (8, 0)
     assert parse_model_args({"preset": "paper-7b", "mode": "helper", "n": 4}).counts == (0, 4)
     assert parse_model_args({"preset": "paper-7b", "n": 4, "n_helper": 1}).counts == (4, 1)

@@ -88,13 +88,13 @@ def test_effective_detector_per_mode():
     from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 
     common = {"base": "b", "helper": "h", "scorer": "helper-logprob"}
-    assert parse_model_args({**common, "mode": "rescue"}).detector_config == DetectorConfig()
+    assert parse_model_args({**common, "mode": "rescue"}).detector == DetectorConfig()
     for mode in ("bon", "full", "helper"):
-        assert parse_model_args({**common, "mode": mode}).detector_config is None
-    assert parse_model_args({**common, "mode": "rescue", "detector": False}).detector_config is None
-    assert parse_model_args({**common, "mode": "full", "detector": "ON"}).detector_config == DetectorConfig()
+        assert parse_model_args({**common, "mode": mode}).detector is None
+    assert parse_model_args({**common, "mode": "rescue", "detector": False}).detector is None
+    assert parse_model_args({**common, "mode": "full", "detector": "ON"}).detector == DetectorConfig()
     tuned = parse_model_args({**common, "detector_entropy_threshold": "5.5", "detector_gzip_chars": 400})
-    assert tuned.detector_config == DetectorConfig(entropy_threshold=5.5, gzip_chars=400)
+    assert tuned.detector == DetectorConfig(entropy_threshold=5.5, gzip_chars=400)
 
 
 @pytest.mark.parametrize("args, names", [

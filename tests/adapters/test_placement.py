@@ -17,7 +17,7 @@ from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
 
 from kvrescue_eval.engine.sampling import SamplingParams  # noqa: E402
 from kvrescue_eval.model_adapters.hf.evicting_attention import use_evicting_attention  # noqa: E402
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache  # noqa: E402
+from hf_probes import make_evicting_cache, row_logits  # noqa: E402
 from kvrescue_eval.model_adapters.hf.loading import load_causal_lm  # noqa: E402
 from kvrescue_eval.model_adapters.hf.policy import HFPolicy  # noqa: E402
 from kvrescue_eval.model_adapters.settings.model_args import parse_model_args  # noqa: E402
@@ -31,7 +31,7 @@ def decoded(model, tokenizer):
     policy.start("k", CONVERSATION)
     rows = policy.fork("k", [1, 2, 3])
     tokens = [policy.decode(rows)[0] for _ in range(40)]
-    return tokens, torch.stack([policy.row_logits(row) for row in rows])
+    return tokens, torch.stack([row_logits(policy, row) for row in rows])
 
 
 def test_a_model_placed_by_device_map_decodes_like_the_whole_model(tmp_path):

@@ -54,7 +54,7 @@ def test_a_toy_evictor_and_scorer_run_the_engine_through_model_args(registered, 
     lm = KVRescueLM(base=tiny_folder, helper=tiny_folder, evictor="keep-oldest", offset="2.5",
                     scorer="longest-step", weight="-1", n=2, budget=12, buffer=4, max_steps=2, max_step_tokens=6,
                     device="cpu")
-    assert lm.args.eviction == KeepOldest(offset=2.5)
+    assert lm.args.eviction.evictor == KeepOldest(offset=2.5)
     question = "We compute step by step. First, 3 * 4 = 12. So the total is 12 + 5 = 17. " * 2
     [response] = lm.generate_until([Request(question)])
     assert lm.scorer.weight == -1.0   # built when the models loaded, at the first generate_until

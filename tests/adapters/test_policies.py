@@ -11,8 +11,8 @@ from tiny_models import tiny_model, tiny_tokenizer  # noqa: E402
 
 from kvrescue_eval.engine.config import EngineConfig  # noqa: E402
 from kvrescue_eval.engine.sampling import SamplingParams  # noqa: E402
-from kvrescue_eval.engine.scheduler import Engine, Problem  # noqa: E402
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache  # noqa: E402
+from kvrescue_eval.engine.engine import Engine, Problem  # noqa: E402
+from hf_probes import make_evicting_cache, next_token_logits  # noqa: E402
 from kvrescue_eval.model_adapters.hf.policy import HFPolicy  # noqa: E402
 from kvrescue_eval.model_adapters.prompts import render_prompt  # noqa: E402
 
@@ -39,7 +39,7 @@ def test_append_text_equals_a_fresh_prefill_of_prompt_and_text():
     assert p.length("k") == len(full)
     with torch.no_grad():
         fresh = model(torch.tensor([full])).logits[0, -1]
-    torch.testing.assert_close(p.next_token_logits("k"), fresh, atol=1e-4, rtol=0)
+    torch.testing.assert_close(next_token_logits(p, "k"), fresh, atol=1e-4, rtol=0)
 
 
 def test_commit_keeps_the_rows_own_tokens():
@@ -55,7 +55,7 @@ def test_commit_keeps_the_rows_own_tokens():
     full = render_prompt(tokenizer, CONVERSATION) + [step[2] for step in drawn]
     with torch.no_grad():
         fresh = model(torch.tensor([full])).logits[0, -1]
-    torch.testing.assert_close(p.next_token_logits("k"), fresh, atol=1e-4, rtol=0)
+    torch.testing.assert_close(next_token_logits(p, "k"), fresh, atol=1e-4, rtol=0)
 
 
 def test_rows_of_problems_in_one_joined_batch_keep_their_own_tokens_as_rows_come_and_go():
@@ -91,8 +91,8 @@ def test_rows_of_problems_in_one_joined_batch_keep_their_own_tokens_as_rows_come
             return model(torch.tensor([render_prompt(tokenizer, prompts[key]) + tokens])).logits[0, -1]
 
     assert len(drawn[a[2]]) == 4 and len(drawn[b[0]]) == 5
-    torch.testing.assert_close(p.next_token_logits("a"), fresh("a", drawn[a[2]]), atol=1e-4, rtol=0)
-    torch.testing.assert_close(p.next_token_logits("b"), fresh("b", drawn[b[0]]), atol=1e-4, rtol=0)
+    torch.testing.assert_close(next_token_logits(p, "a"), fresh("a", drawn[a[2]]), atol=1e-4, rtol=0)
+    torch.testing.assert_close(next_token_logits(p, "b"), fresh("b", drawn[b[0]]), atol=1e-4, rtol=0)
     assert not p.table.rows and not p.table.decoding and not any(p.table.waiting.values())
 
 

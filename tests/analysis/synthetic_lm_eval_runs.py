@@ -12,6 +12,8 @@ import time
 
 from lm_eval.loggers import EvaluationTracker
 
+from kvrescue_eval.run_record import RunRecord
+
 STAT_KEYS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helper_steps", "early_exits",
              "early_exit_entropy", "early_exit_gzip", "degenerated")
 
@@ -22,17 +24,17 @@ def _hash(text):
 
 def kvrescue_info(mode, *, base="org/Base-7B", helper="org/Helper-1.5B", n=4, evictor="rkv", budget=64, seed=0,
                   detector=None):
-    """The model-info block the `kvrescue` model returns (contract), with totals left empty; the detector
+    """The model-info block the `kvrescue` model returns (its RunRecord), with totals left empty; the detector
     defaults to the mode's (on for rescue only)."""
     uses_base, uses_helper, evicts = mode != "helper", mode in ("rescue", "helper"), mode in ("rescue", "bon")
-    return {"kvrescue": {
-        "preset": None, "base": base if uses_base else None, "helper": helper if uses_helper else None,
-        "scorer": "org/PRM-7B", "mode": mode, "n_base": n if uses_base else 0, "n_helper": n if uses_helper else 0,
-        "evictor": evictor if evicts else None, "budget": budget if evicts else None,
-        "buffer": 128 if evicts else None, "window": 8 if evicts else None, "mix_lambda": 0.1 if evicts else None,
-        "temperature": 0.8, "top_p": 0.95, "top_k": 20, "max_steps": 1024, "max_step_tokens": 512,
-        "max_context": 4096, "seed": seed, "seed_source": "model_args",
-        "detector": detector or ("on" if mode == "rescue" else "off"), "totals": {}}}
+    record = RunRecord(
+        base=base if uses_base else None, helper=helper if uses_helper else None, scorer="org/PRM-7B", mode=mode,
+        n_base=n if uses_base else 0, n_helper=n if uses_helper else 0, evictor=evictor if evicts else None,
+        budget=budget if evicts else None, buffer=128 if evicts else None, window=8 if evicts else None,
+        mix_lambda=0.1 if evicts else None, temperature=0.8, top_p=0.95, top_k=20, max_steps=1024,
+        max_step_tokens=512, max_context=4096, seed=seed, seed_source="model_args",
+        detector=detector or ("on" if mode == "rescue" else "off"))
+    return {"kvrescue": record.to_json()}
 
 
 def write_run(output_path, tasks, *, model="kvrescue", model_args="base=org/Base-7B", model_info=None,
@@ -65,6 +67,8 @@ def write_run(output_path, tasks, *, model="kvrescue", model_args="base=org/Base
             metrics[f"{key}_stderr,none"] = "N/A"
         results[task] = metrics
         configs[task] = {"task": task, "output_type": "generate_until", "repeats": repeats,
+                         "metric_list": [{"metric": name, "aggregation": "mean", "higher_is_better": True}
+                                         for name in tables],
                          "metadata": {"version": (versions or {}).get(task, 1.0)}}
         n_samples[task] = {"original": len(verdicts), "effective": len(verdicts)}
         samples[task] = []

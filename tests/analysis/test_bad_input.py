@@ -106,11 +106,12 @@ def test_samples_from_another_run(tmp_path):
 
 
 def test_two_runs_of_one_seed_that_differ_in_a_recorded_setting(tmp_path):
+    # (top_k, say, makes them two settings, test_setting_identity.py; the device type is no part of a setting)
     other = kvrescue_info("bon", seed=3)
-    other["kvrescue"]["top_k"] = 50
+    other["kvrescue"]["device"] = "cuda:0"
     write_run(tmp_path / "runs" / "a", MATH, model_info=kvrescue_info("bon", seed=3))
     write_run(tmp_path / "runs" / "b", MATH, model_info=other)
-    assert_report_fails(tmp_path, "'config'", "kvrescue.top_k 20 → 50")
+    assert_report_fails(tmp_path, "'config'", "kvrescue.device None → 'cuda:0'")
 
 
 def test_failed_report_leaves_earlier_output_untouched(tmp_path):

@@ -99,5 +99,9 @@ def test_gate_on_another_metric(tmp_path, capsys):
         write_run(tmp_path / mode, {"kv_recall": verdicts}, model_info=kvrescue_info(mode), metric="pass_at_1")
     assert main(["check", str(tmp_path), "--metric", "pass_at_1", "--min-recovery", "0.5"]) == 0
     assert main(["check", str(tmp_path), "--metric", "pass_at_1", "--min-recovery", "0.6"]) == 1
-    assert main(["check", str(tmp_path), "--min-recovery", "0.5"]) == 2
+    # without --metric: the task's primary metric, the first of kv_recall's metric_list (pass_at_1)
+    assert main(["check", str(tmp_path), "--min-recovery", "0.5"]) == 0
+    assert main(["check", str(tmp_path), "--min-recovery", "0.6"]) == 1
+    capsys.readouterr()
+    assert main(["check", str(tmp_path), "--metric", "exact_match_boxed", "--min-recovery", "0.5"]) == 2
     assert "no task reports the metric 'exact_match_boxed'" in capsys.readouterr().err

@@ -177,15 +177,52 @@ def test_helper_mode_run_is_the_helper_reference(tmp_path):
 
 
 def test_ambiguous_reference_is_reported_not_guessed(tmp_path):
+    """Two bon runs that differ in the window, against a rescue run that recorded none (an older run): either
+    could be its arm."""
     from synthetic_lm_eval_runs import kvrescue_info
     write_run(tmp_path / "full", {"math500": [[1], [1]]}, model_info=kvrescue_info("full"))
-    write_run(tmp_path / "rescue", {"math500": [[1], [0]]}, model_info=kvrescue_info("rescue"))
-    for buffer in (64, 128):
+    rescue = kvrescue_info("rescue")
+    del rescue["kvrescue"]["window"]
+    write_run(tmp_path / "rescue", {"math500": [[1], [0]]}, model_info=rescue)
+    for window in (8, 16):
         info = kvrescue_info("bon")
-        info["kvrescue"]["buffer"] = buffer
-        write_run(tmp_path / f"bon{buffer}", {"math500": [[0], [0]]}, model_info=info)
+        info["kvrescue"]["window"] = window
+        write_run(tmp_path / f"bon{window}", {"math500": [[0], [0]]}, model_info=info)
     assert main(["report", str(tmp_path), "--out", str(tmp_path / "out"), "--no-plots"]) == 0
     row = one(json.loads((tmp_path / "out" / "report.json").read_text()), "recovery", benchmark="math500")
     assert row["recovery"] is None
-    assert row["status"] == "incomplete: 2 bon settings match (they differ in scorer or buffer): ambiguous"
+    assert row["status"] == "incomplete: 2 bon settings match: ambiguous (window=16; window=8)"
     assert main(["check", str(tmp_path), "--min-recovery", "0"]) == 1
+
+
+def test_without_metric_each_task_is_read_by_its_primary_metric(tmp_path, capsys):
+    """Testbed runs (kv_recall: pass_at_1) and math runs (exact_match_boxed) in one report, no --metric."""
+    from synthetic_lm_eval_runs import kvrescue_info
+    recall = {"full": [[1], [1], [1], [0]], "bon": [[0], [0], [1], [0]], "rescue": [[1], [0], [1], [0]]}
+    # exact_match says 1 where the answer was right by any extraction; boxed only where it was boxed too
+    math_any = {"full": [[1], [1], [1], [1]], "bon": [[1], [1], [0], [0]], "rescue": [[1], [1], [1], [0]]}
+    math_boxed = {"full": [[1], [1], [1], [1]], "bon": [[0], [0], [0], [0]], "rescue": [[1], [0], [0], [0]]}
+    for mode in ("full", "bon", "rescue"):
+        write_run(tmp_path / "recall" / mode, {"kv_recall": recall[mode]}, model_info=kvrescue_info(mode),
+                  metric="pass_at_1")
+        write_run(tmp_path / "math" / mode, {"math500": math_any[mode]}, boxed={"math500": math_boxed[mode]},
+                  model_info=kvrescue_info(mode))
+    out = tmp_path / "out"
+    assert main(["report", str(tmp_path / "recall"), "--out", str(out), "--no-plots"]) == 0
+    data = json.loads((out / "report.json").read_text())
+    assert data["metric"] == "pass_at_1"
+    # (2/4 - 1/4) / (3/4 - 1/4) = 1/2
+    assert one(data, "recovery", benchmark="kv_recall")["recovery"] == pytest.approx(0.5)
+    assert main(["report", str(tmp_path), "--out", str(out), "--no-plots"]) == 0
+    data = json.loads((out / "report.json").read_text())
+    assert data["metric"] == "each task's primary metric (exact_match_boxed: math500; pass_at_1: kv_recall)"
+    assert one(data, "recovery", benchmark="kv_recall")["recovery"] == pytest.approx(0.5)
+    # boxed and correct: (1/4 - 0) / (1 - 0) = 1/4 (exact_match would give (3/4 - 1/2) / (1 - 1/2) = 1/2)
+    math = one(data, "recovery", benchmark="math500")
+    assert (math["rescue"], math["bon"], math["full"], math["recovery"]) == (0.25, 0.0, 1.0, pytest.approx(0.25))
+    assert main(["report", str(tmp_path / "math"), "--out", str(out), "--no-plots", "--metric", "exact_match"]) == 0
+    assert one(json.loads((out / "report.json").read_text()), "recovery", benchmark="math500")["recovery"] == \
+        pytest.approx(0.5)
+    capsys.readouterr()
+    assert main(["report", str(tmp_path), "--out", str(out), "--no-plots", "--metric", "exact_match"]) == 2
+    assert "no task reports the metric 'exact_match' (tasks: kv_recall" in capsys.readouterr().err

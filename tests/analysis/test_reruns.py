@@ -55,12 +55,25 @@ def test_a_rerun_with_another_limit_supersedes_and_names_the_documents(tmp_path)
 
 
 def test_results_that_only_look_alike_are_refused_naming_the_field(tmp_path):
-    write_run(tmp_path / "runs" / "a", {"math500": [[1], [0]]}, model_info=bon(temperature=0.8))
-    write_run(tmp_path / "runs" / "b", {"math500": [[1], [0]]}, model_info=bon(temperature=0.6))
+    # the device type is no part of a setting (seeds run on two machines pool), but a rerun is on the same one
+    write_run(tmp_path / "runs" / "a", {"math500": [[1], [0]]}, model_info=bon(device="cpu"))
+    write_run(tmp_path / "runs" / "b", {"math500": [[1], [0]]}, model_info=bon(device="cuda:0"))
     with pytest.raises(AnalysisInputError) as caught:
         analyse(read_runs([tmp_path / "runs"]))
-    assert "kvrescue.temperature 0.8 → 0.6" in str(caught.value)
+    assert "kvrescue.device 'cpu' → 'cuda:0'" in str(caught.value)
     assert "not a run and its rerun" in str(caught.value)
+
+
+def test_results_of_another_temperature_are_another_setting_not_a_rerun(tmp_path):
+    write_run(tmp_path / "runs" / "a", {"math500": [[1], [0]]}, model_info=bon(temperature=0.8))
+    write_run(tmp_path / "runs" / "b", {"math500": [[1], [1]]}, model_info=bon(temperature=0.6))
+    analysis = analyse(read_runs([tmp_path / "runs"]))
+    assert sorted((c.setting.variant, c.accuracy.mean) for c in analysis.cells) == [
+        ("temperature=0.6", 1.0), ("temperature=0.8", 0.5)]
+    assert not analysis.superseded
+    (note,) = analysis.not_pooled
+    assert note == "org/Base-7B bon N=4 rkv B=64: not pooled, the runs differ in temperature (temperature=0.6; " \
+                   "temperature=0.8)"
 
 
 def test_two_limit_runs_of_different_settings_are_refused_naming_both_limits(tmp_path):

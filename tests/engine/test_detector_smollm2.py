@@ -13,10 +13,10 @@ pytestmark = pytest.mark.slow
 
 def test_reference_solutions_are_never_flagged_under_smollm2():
     from kvrescue_eval.model_adapters.prompts import render_prompt
-    from kvrescue_eval.model_adapters.model_files.smollm2 import load_smollm2
+    from kvrescue_eval.model_adapters.hf.loading import load_causal_lm
     from kvrescue_eval.tasks.data import load_benchmark
 
-    model, tokenizer = load_smollm2()
+    model, tokenizer = load_causal_lm("smollm2", "float32", "cpu")
     separator = tokenizer("\n\n", add_special_tokens=False)["input_ids"]
     rows = sorted(load_benchmark("math500"), key=lambda row: len(row["solution"]))[-6:]   # the longest
     checked = 0

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from kvrescue_eval.engine.config import EngineConfig
+from kvrescue_eval.engine.config import MODES, EngineConfig
 from kvrescue_eval.engine.sampling import SamplingParams
-from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+from kvrescue_eval.engine.engine import Engine, Problem
+from hf_probes import committed_cache, make_evicting_cache, next_token_logits, row_logits
 from kvrescue_eval.model_adapters.hf.policy import HFPolicy
 from kvrescue_eval.model_adapters.prompts import render_prompt
 from tiny_models import tiny_model
@@ -18,6 +18,12 @@ BUDGET, BUFFER = 16, 4
 def policy(model, tokenizer, budget=None, name="policy", batch_problems=False):
     return HFPolicy(model, tokenizer, SAMPLING, lambda: make_evicting_cache(model, budget=budget, buffer=BUFFER),
                     name=name, batch_problems=batch_problems)
+
+
+def config_for_mode(mode, n, **settings):
+    """The engine's config of a mode of the paper's Table 5 with n candidates per model it uses."""
+    return EngineConfig(n_base=n if MODES[mode].uses_base else 0, n_helper=n if MODES[mode].uses_helper else 0,
+                        **settings)
 
 
 def problems(count=3):
@@ -77,7 +83,7 @@ def run(tokenizer, models, mode, n=2, scorer=None, budget=BUDGET, count=3, **con
     helper = policy(helper_model, tokenizer, name="helper")
     settings = dict(max_steps=6, max_step_tokens=12, max_problems_in_flight=2)
     settings.update(config)
-    cfg = EngineConfig.for_mode(mode, n, **settings)
+    cfg = config_for_mode(mode, n, **settings)
     engine = Engine(base if cfg.n_base else None, helper if cfg.n_helper else None, scorer, cfg)
     return engine.run(problems(count)), engine
 
@@ -96,7 +102,7 @@ def test_trajectory_lengths_and_memory_bound_after_every_commit(tokenizer, model
         assert "".join(steps) == tokenizer.decode(trajectory)
         fed_eos = int(info["eos"] and info["role"] == "base")   # a base winner ending at EOS has fed it
         assert base.length(key) == info["prompt_length"] + len(trajectory) + fed_eos
-        cache = base.cache_of(key)
+        cache = committed_cache(base, key)
         assert int(cache.lengths[0]) == base.length(key)
         assert cache.physical_size <= BUDGET + BUFFER
         assert cache.nbytes() <= cache_bytes_bound(base_model)
@@ -136,7 +142,7 @@ def test_helper_cache_equals_a_fresh_full_prefill(tokenizer, models, helper_budg
         ids = render_prompt(tokenizer, conversations[key]) + [t for s in info["step_ids"] for t in s]
         with torch.no_grad():
             fresh = helper_model(torch.tensor([ids])).logits[0, -1].float()
-        torch.testing.assert_close(helper.next_token_logits(key), fresh, atol=1e-4, rtol=0)
+        torch.testing.assert_close(next_token_logits(helper, key), fresh, atol=1e-4, rtol=0)
         compared.append(info["role"])
 
     cfg = EngineConfig(n_base=2, n_helper=2, max_steps=8, max_step_tokens=12)
@@ -201,7 +207,7 @@ def test_rows_of_several_problems_in_one_forward_pass_match_each_alone(tokenizer
         for _ in range(30):
             alone.decode(alone_rows)
         for mine, theirs in zip(rows[p.key], alone_rows):
-            torch.testing.assert_close(together.row_logits(mine), alone.row_logits(theirs), atol=1e-5, rtol=0)
+            torch.testing.assert_close(row_logits(together, mine), row_logits(alone, theirs), atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("mode", ["rescue", "bon", "full", "helper"])

@@ -8,8 +8,8 @@ import pytest
 from kvrescue_eval.detector import gzip_ratio
 from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.engine.sampling import SamplingParams
-from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+from kvrescue_eval.engine.engine import Engine, Problem
+from hf_probes import make_evicting_cache
 from kvrescue_eval.model_adapters.hf.policy import HFPolicy
 from test_engine import ScriptedScorer
 from tiny_models import incoherent_model, looping_model, newline_or_eos_ids, tiny_model, tiny_tokenizer, with_filler_tokens

@@ -4,8 +4,8 @@ import pytest
 
 from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.engine.sampling import SamplingParams
-from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+from kvrescue_eval.engine.engine import Engine, Problem
+from hf_probes import make_evicting_cache
 from kvrescue_eval.model_adapters.hf.policy import HFPolicy
 from tiny_models import looping_model
 

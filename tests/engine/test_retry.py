@@ -9,8 +9,8 @@ from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.engine.retry import (POLICY_METHODS, SCORER_METHODS, Faults, ProblemTooLarge, RetryingRun,
                                         is_out_of_memory)
 from kvrescue_eval.engine.sampling import SamplingParams
-from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+from kvrescue_eval.engine.engine import Engine, Problem
+from hf_probes import make_evicting_cache
 from kvrescue_eval.model_adapters.hf.policy import HFPolicy
 from tiny_models import tiny_model
 

@@ -3,13 +3,12 @@ beside the base's token decoding) gives the trajectories of the token-level help
 tokens, in series or overlapped; and the overlap is real."""
 
 import threading
-import time
 
 import pytest
 
 from kvrescue_eval.engine.config import EngineConfig
-from kvrescue_eval.engine.scheduler import Engine
-from kvrescue_eval.engine.stepped import SteppedPolicy
+from kvrescue_eval.engine.engine import Engine
+from stepped_policy import SteppedPolicy
 from test_engine import BUDGET, AlternatingScorer, ScriptedScorer, policy, problems
 from tiny_models import incoherent_model, tiny_model
 
@@ -88,49 +87,6 @@ def test_the_base_decodes_while_the_helper_proposes(tokenizer, models):
                           detector=None)
     Engine(base, helper, ScriptedScorer(), config).run(problems(1))
     assert helper.waited and all(helper.waited)
-
-
-class SlowHelper(SteppedPolicy):
-    """Sleeps `delay` seconds per proposal (no CPU used) before working; `busy` sums the wall time of
-    its proposals."""
-
-    def __init__(self, policy, delay: float):
-        super().__init__(policy)
-        self.delay, self.busy = delay, 0.0
-
-    def propose(self, requests):
-        start = time.perf_counter()
-        time.sleep(self.delay)
-        try:
-            return super().propose(requests)
-        finally:
-            self.busy += time.perf_counter() - start
-
-
-@pytest.mark.slow
-def test_wall_time_is_that_of_the_slower_model_not_the_sum(tokenizer, models):
-    """The time a run takes beyond its (slower) helper's proposals: overlapped, less than half of what it
-    is in series, where all of the base's decoding shows. Ratios of one run's parts, no absolute time."""
-    base_model, helper_model = models
-    config = EngineConfig(n_base=2, n_helper=2, max_steps=4, max_step_tokens=24, max_problems_in_flight=1,
-                          detector=None)
-    base_seconds = time_run(Engine(policy(incoherent_model(tokenizer), tokenizer, budget=BUDGET, name="base"),
-                                   None, ScriptedScorer(), EngineConfig(n_base=2, n_helper=0, max_steps=4,
-                                                                        max_step_tokens=24, detector=None)))
-    delay = 2 * base_seconds / config.max_steps  # the helper is the slower model: twice the base's time
-    exposed = {}
-    for overlap in (False, True):
-        helper = SlowHelper(policy(helper_model, tokenizer, name="helper"), delay)
-        base = policy(incoherent_model(tokenizer), tokenizer, budget=BUDGET, name="base")
-        wall = time_run(Engine(base, helper, ScriptedScorer(), config, overlap=overlap))
-        exposed[overlap] = wall - helper.busy   # time beyond the helper's own
-    assert exposed[True] < 0.5 * exposed[False]
-
-
-def time_run(engine) -> float:
-    start = time.perf_counter()
-    engine.run(problems(1))
-    return time.perf_counter() - start
 
 
 @pytest.mark.parametrize("point", ["helper.propose@3:oom", "scorer.score@4:oom"])

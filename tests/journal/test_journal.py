@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from kvrescue_eval.journal import Journal, JournalError, differences
+from kvrescue_eval.journal import Journal, JournalError, check_path, differences
 
 IDENTITY = {"model_args": {"budget": 64, "n": 8, "seed": 0}, "versions": {"torch": "2.13.0"},
             "models": {"base": {"sha256": "aa", "files": {"model.safetensors": "aa"}}}}
@@ -100,6 +100,35 @@ def test_a_file_that_is_not_a_journal_is_refused(tmp_path):
     with pytest.raises(JournalError, match="not a kvrescue journal"):
         Journal(path, IDENTITY)
     assert path.read_text() == '{"results": {}}\n'
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda p: p.mkdir(), "is a folder"),
+    (lambda p: p.write_text('{"results": {}}\n'), "not a kvrescue journal"),
+    (lambda p: p.write_text('{"results": {}}'), "not a kvrescue journal"),  # one line, no newline: no torn write
+    (lambda p: p.write_text('{"journal": "kvrescue", "format": 2, "identity": {}}\n'), "has format 2"),
+])
+def test_check_path_refuses_what_cannot_be_a_journal_reading_only_its_first_line(tmp_path, make, message):
+    path = tmp_path / "journal.jsonl"
+    make(path)
+    before = path.read_bytes() if path.is_file() else None
+    with pytest.raises(JournalError, match=message):
+        check_path(path)
+    with pytest.raises(JournalError, match=message):
+        Journal(path, IDENTITY)
+    assert (path.read_bytes() if path.is_file() else None) == before
+
+
+def test_check_path_refuses_a_path_under_a_file_and_accepts_new_and_torn_ones(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(JournalError, match="is a file, not a folder"):
+        check_path(tmp_path / "file" / "journal.jsonl")
+    assert check_path(tmp_path / "new" / "journal.jsonl") == tmp_path / "new" / "journal.jsonl"
+    torn = tmp_path / "torn.jsonl"
+    torn.write_text('{"journal": "kvr')  # the process died writing the header: dropped when opened
+    assert check_path(torn) == torn
+    with Journal(torn, IDENTITY) as journal:
+        assert journal.torn == '{"journal": "kvr'
 
 
 def test_a_second_writer_is_kept_out_until_the_first_closes(tmp_path):

@@ -15,13 +15,12 @@ from collections import Counter
 
 from lm_eval.api.model import LM
 
+from kvrescue_eval import benchmarks
 from kvrescue_eval.grading.extraction import last_boxed
-from kvrescue_eval.grading.gold import RAW_GOLD
+from kvrescue_eval.grading.gold import raw_gold
 from kvrescue_eval.stats import TextWithStats
 from kvrescue_eval.tasks import qwen_math_cot
 
-BENCHMARK_OF_TASK = {"math500": "math500", "amc23": "amc23", "olympiadbench": "olympiadbench",
-                     "aime24_qwen": "aime24", "gsm8k_qwen": "gsm8k"}
 WRONG = "-987654321"
 
 
@@ -52,9 +51,9 @@ class OracleLM(LM):
         self.seen[(request.task_name, request.doc_id)] += 1
         # The gold as the data writes it (a normalised gold may have lost what strict mode checks);
         # for math500 that is the last \boxed{} of the reference solution, which the box below repeats.
-        benchmark = BENCHMARK_OF_TASK[request.task_name]
-        gold = RAW_GOLD[benchmark](doc)
-        if benchmark == "math500":
+        benchmark = benchmarks.of_task(request.task_name)
+        gold = raw_gold(doc, benchmark.name)
+        if benchmark.gold == "solution_boxed":
             gold = last_boxed(gold)
         right = self.answer == "gold" or (self.answer == "staircase" and request.doc_id <= seed)
         text = f"We compute step by step.\n\nThe final answer is $\\boxed{{{gold if right else WRONG}}}$."

@@ -11,7 +11,7 @@ import os
 import subprocess
 
 import pytest
-from conftest import LM_EVAL, run_lm_eval
+from lm_eval_cli import LM_EVAL, run_lm_eval
 
 OURS = {"math500": 500, "amc23": 40, "olympiadbench": 675, "aime24_qwen": 30, "gsm8k_qwen": 1319}
 SEEDS = {"math500": 1, "amc23": 5, "olympiadbench": 1, "aime24_qwen": 5, "gsm8k_qwen": 1}

@@ -34,6 +34,22 @@ def test_boxed_metric_needs_a_boxed_answer():
     assert metrics["exact_match_boxed_seed_std"] == metrics["exact_match_boxed"]   # per-seed lists, aggregated
 
 
+def test_degenerated_is_long_and_not_boxed_and_correct():
+    from kvrescue_eval.stats import TextWithStats
+
+    doc = {"question": "q", "answer": "12 + 5 = 17\n#### 17"}
+    # (text, committed steps): right and boxed, right but unboxed, wrong and boxed, each long (256 steps,
+    # the paper's threshold) or short (255)
+    cases = [("So \\boxed{17}.", 256), ("The answer is 17.", 256), ("So \\boxed{16}.", 256),
+             ("So \\boxed{17}.", 255), ("The answer is 17.", 255), ("So \\boxed{16}.", 255)]
+    responses = [TextWithStats(text, {"steps": steps}, "eos") for text, steps in cases]
+    metrics = seed_metrics.score_responses(doc, [responses], benchmark="gsm8k")
+    assert metrics["exact_match"] == [1, 1, 0, 1, 1, 0]
+    assert metrics["exact_match_boxed"] == [1, 0, 0, 1, 0, 0]
+    # Table 2 counts "incorrect" by its accuracy, boxed and correct: the unboxed right answer degenerated
+    assert metrics["degenerated"] == [0, 1, 1, 0, 0, 0]
+
+
 def test_docs_with_different_seed_counts_are_rejected():
     with pytest.raises(ValueError, match=r"same number of seeds.*\[2, 3\]"):
         seed_metrics.per_seed_accuracy([[1, 0, 1], [1, 1]])

@@ -3,7 +3,7 @@
 import importlib.util
 
 import pytest
-from conftest import run_lm_eval
+from lm_eval_cli import run_lm_eval
 
 from kvrescue_eval.tasks import qwen_math_cot
 

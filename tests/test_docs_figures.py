@@ -1,0 +1,54 @@
+"""Figures in the docs are those their scripts compute (the pattern of test_readme_figures.py): the cost model's
+figures in docs/analysis.md and docs/metrics.md from `kvrescue-eval cost`'s model, and docs/eviction.md's
+crossover from its own table by bench_eviction.py's definition."""
+
+import re
+from pathlib import Path
+
+from kvrescue_eval.analysis.cost import GIB, PAPER_ALPHA, CostReport, load_shape
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def text(name):
+    return " ".join((REPO / "docs" / name).read_text().split())
+
+
+def test_the_cost_figures_in_the_docs_are_the_cost_models():
+    helper = load_shape("qwen2.5-math-1.5b")
+    b7 = CostReport(load_shape("qwen2.5-math-7b"), helper, 512, 128, 8, 4096, PAPER_ALPHA)
+    b72 = CostReport(load_shape("qwen2.5-math-72b"), helper, 512, 128, 8, 4096, PAPER_ALPHA)
+    analysis = text("analysis.md")
+    assert (f"base KV {b7.memory_full / GIB:.2f} GiB full against {b7.memory_evicted / GIB:.2f} GiB evicted, "
+            f"KV-Rescue (evicted base and full helper) {b7.memory_rescue / GIB:.2f} GiB") in analysis
+    assert f"rho = {100 * b7.helper_fraction:.2f}% ({100 * b72.helper_fraction:.2f}% for the 72B base)" in analysis
+    assert f"l* = (1 + alpha)·B' = {b7.crossover:,.0f} tokens" in analysis
+    no_alpha = CostReport(b7.base, helper, 512, 128, 8, 4096, 0.0)
+    assert f"gives {100 * no_alpha.helper_fraction:.1f}%" in analysis
+    at_64 = CostReport(b7.base, helper, 64, 128, 8, 4096, PAPER_ALPHA)
+    assert f"{at_64.crossover:.1f} tokens at B = 64" in text("metrics.md")
+
+
+def test_the_eviction_crossover_is_its_tables():
+    """bench_eviction.py's crossover: where the least-squares line of the full cache's per-token time over the
+    contexts meets the evicting cache's mean per-token time."""
+    doc = (REPO / "docs" / "eviction.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| (\d+) ms \| (\d+) ms \| (\d+) ms \| (\d+) ms \|$", doc, re.M)
+    assert len(rows) == 3
+    context, full, _, evict128, evict512 = ([float(row[i]) for row in rows] for i in range(5))
+    mean_c, mean_f = sum(context) / 3, sum(full) / 3
+    slope = sum((c - mean_c) * (f - mean_f) for c, f in zip(context, full)) / sum((c - mean_c) ** 2 for c in context)
+    intercept = mean_f - slope * mean_c
+    crossover = {budget: (sum(times) / 3 - intercept) / slope for budget, times in ((128, evict128), (512, evict512))}
+    stated = re.search(r"Crossover \(where eviction becomes faster\): \*\*about ([\d.]+)k tokens for budget 128, "
+                       r"([\d.]+)k for budget 512\*\*", " ".join(doc.split()))
+    assert (float(stated.group(1)), float(stated.group(2))) == (round(crossover[128] / 1000, 1),
+                                                                 round(crossover[512] / 1000, 1))
+    assert f"about {round(slope * 1000)} us per context token" in " ".join(doc.split())
+
+
+def test_the_eviction_page_quotes_the_make_bench_crossover_of_the_performance_page():
+    row = re.search(r"\| `eviction_crossover_tokens` \(budget 512; budget 128: (\d+)\) \| (\d+) tokens \|",
+                    (REPO / "docs" / "performance.md").read_text())
+    b128, b512 = int(row.group(1)), int(row.group(2))
+    assert f"crossover at {b128:,} tokens for budget 128 and {b512:,} for budget 512" in text("eviction.md")

@@ -1,0 +1,32 @@
+"""docs/testbed.md's "CI gate" section states the thresholds that the gate applies (GATES["testbed"])."""
+
+import re
+from pathlib import Path
+
+from kvrescue_eval.analysis.gate import GATES
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "testbed.md"
+
+
+def section():
+    text = DOCS.read_text()
+    start = text.index("## CI gate\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+def test_the_docs_table_is_the_gate_spec():
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in section().splitlines()
+            if line.startswith("| ") and line.count("|") == 4}
+    spec = GATES["testbed"]
+    low, high = spec.helper_share
+    assert rows["recovery (A_rescue - A_bon) / (A_full - A_bon)"] == f">= **{spec.min_recovery:g}**"
+    assert rows["margin: A_rescue - max(A_helper alone, A_bon)"] == f">= **{spec.min_margin:g}**"
+    assert rows["helper share of committed steps (helper_steps / steps)"] == f"in **[{low:.0%}, {high:.0%}]**"
+    assert rows["base tokens per problem, rescue / bon"] == f"<= **{spec.max_base_token_ratio:g}**"
+
+
+def test_the_gate_script_uses_the_named_gate():
+    script = (DOCS.parents[1] / ".ci" / "recovery-gate").read_text()
+    assert "--gate testbed" in script
+    assert not re.search(r"--(min-recovery|min-margin|helper-share|max-base-token-ratio)\b", script.split("set -eu")[1])

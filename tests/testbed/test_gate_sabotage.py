@@ -1,0 +1,104 @@
+"""The CI recovery gate fails three sabotaged selectors and passes the real PRM, each for its designed reason.
+
+The gate's own grid (.ci/recovery-gate: full, bon, helper alone and rescue through the plain lm_eval command,
+preset recall-cpu, N 4) on the first LIMIT test problems, with rescue once per selector: the preset's PRM and
+the three of model_adapters/scorers/sabotage.py. Each is judged by `kvrescue-eval check --gate testbed`
+(GATES["testbed"] in kvrescue_eval/analysis/gate.py), whose verdict names every failed criterion:
+
+- always the helper's first candidate: every committed step is the helper's (helper share 100%, above the
+  band) and rescue is the helper alone at N = 1, not above the helper alone at N = 4 by the margin;
+- always the base's first candidate: (almost) no step from the helper (below the band: a helper step only where
+  the detector aborted all N base candidates), and rescue is the evicted base alone, not above bon;
+- a uniformly random candidate: half the steps from a model that cannot write them, so rescue recovers less
+  than the minimum of the eviction loss.
+"""
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR
+
+REPO = Path(__file__).resolve().parents[2]
+LIMIT = int(os.environ.get("GATE_SABOTAGE_LIMIT", "30"))
+SCORERS = ("preset", "sabotage-first-helper", "sabotage-first-base", "sabotage-random")
+
+
+def task_version():
+    text = (REPO / "tasks" / "kv_recall" / "kv_recall.yaml").read_text()
+    return float(re.search(r"^\s+version:\s*([0-9.]+)", text, re.M).group(1))
+
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not (WEIGHTS_DIR / "base" / "config.json").is_file(),
+                                 reason="testbed weights not shipped (docs/testbed.md)"),
+              # kv_recall 1.0: the helper alone solves every problem, so rescue under the real selector cannot
+              # beat it and is the always-helper selector's run (issue 20); the gate is for the testbed of 2.0 on
+              pytest.mark.skipif(task_version() < 2.0, reason="kv_recall < 2.0 has no complementary errors to gate")]
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    """scorer -> (the gate's JSON for rescue with that selector, the gate script's output)."""
+    keep = tmp_path_factory.mktemp("gate")
+    env = {**os.environ, "LIMIT": str(LIMIT), "SCORERS": " ".join(SCORERS), "VLLM_RESCUE": "0", "KEEP": str(keep)}
+    run = subprocess.run(["bash", str(REPO / ".ci" / "recovery-gate")], env=env, capture_output=True, text=True,
+                         timeout=3000, cwd=keep)
+    assert run.returncode == 1, f"expected the gate to fail (sabotaged selectors), got exit {run.returncode}:\n" \
+                                + run.stdout[-4000:] + run.stderr[-4000:]
+    found = {}
+    for scorer in SCORERS:
+        name = "rescue" if scorer == "preset" else f"rescue-{scorer}"
+        found[scorer] = json.loads((keep / f"{name}.gate.json").read_text())
+    return found, run.stdout
+
+
+def row(verdicts, scorer):
+    document = verdicts[0][scorer]
+    (only,) = document["rows"]
+    return document, only
+
+
+def test_the_gate_uses_the_testbed_thresholds(verdicts):
+    from kvrescue_eval.analysis.gate import GATES
+
+    for scorer in SCORERS:
+        document, _ = row(verdicts, scorer)
+        spec = GATES["testbed"]
+        assert document["criteria"] == {"min_recovery": spec.min_recovery, "min_margin": spec.min_margin,
+                                        "helper_share": list(spec.helper_share),
+                                        "max_base_token_ratio": spec.max_base_token_ratio}
+
+
+def test_the_real_prm_passes(verdicts):
+    document, found = row(verdicts, "preset")
+    assert document["passed"], found
+    assert found["verdict"] == "ok"
+
+
+def test_always_the_helper_fails_on_helper_share_and_margin(verdicts):
+    document, found = row(verdicts, "sabotage-first-helper")
+    assert not document["passed"]
+    assert found["helper_share"] == 1.0
+    assert "helper share 100.0% above" in found["verdict"]
+    assert "not above both parents" in found["verdict"]
+
+
+def test_always_the_base_fails_on_helper_share_and_margin(verdicts):
+    document, found = row(verdicts, "sabotage-first-base")
+    assert not document["passed"]
+    # a helper step only where the detector aborted every base candidate (the pool then holds helper candidates only)
+    assert found["helper_share"] < document["criteria"]["helper_share"][0]
+    assert "% below" in found["verdict"]
+    assert "not above both parents" in found["verdict"]
+
+
+def test_a_random_candidate_fails_on_recovery(verdicts):
+    document, found = row(verdicts, "sabotage-random")
+    assert not document["passed"]
+    assert "below minimum" in found["verdict"]
+    assert 0.0 < found["helper_share"] < 1.0  # both models write steps

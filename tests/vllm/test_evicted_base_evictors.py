@@ -1,0 +1,51 @@
+"""Every registered evictor runs inside the vLLM evicted base as in the transformers evicting cache: its
+log-probabilities within 1e-4 of the teacher-forced transformers cache over 80 sampled decode tokens (at
+least three compressions per request), two prompts of which one longer than budget + buffer, through one sequence
+slot (the second request reuses the first one's blocks). Covers the layer's duties beyond R-KV and SnapKV
+(test_evicted_base_equality.py): per-slot state (h2o), values (criticalkv), per-layer budgets (pyramidkv,
+whose blocks differ per layer) and per-head validity (adakv).
+
+KNorm is left out: RoPE keeps a key's norm, so one token at two positions gets two equal KNorm scores, and
+which of the two float rounding keeps differs between any two implementations of the projections (vLLM's
+and transformers'); on these small vocabularies tokens recur, so its kept sets legitimately differ."""
+
+import gc
+
+import pytest
+import torch
+from conftest import ENGINE
+from test_evicted_base_equality import VOCAB, teacher_forced_logprobs, tiny_checkpoint
+
+from kvrescue_eval.eviction import EVICTORS
+from kvrescue_eval.model_adapters.vllm.evicted_base.models import engine_overrides
+from kvrescue_eval.model_adapters.vllm.evicted_base.schedule_config import eviction_settings
+
+DECODE = 80
+
+
+@pytest.mark.parametrize("method", sorted(set(EVICTORS) - {"rkv", "snapkv", "knorm"}))
+def test_every_evictor_on_vllm_equals_the_transformers_evicting_cache(tmp_path, method):
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    import test_evicted_base_equality as equality
+
+    model = tiny_checkpoint(tmp_path, "qwen2")
+    generator = torch.Generator().manual_seed(5)
+    prompts = [torch.randperm(VOCAB, generator=generator)[:length].tolist() for length in (60, 12)]
+    llm = LLM(model=str(tmp_path), skip_tokenizer_init=True, max_model_len=256, max_num_seqs=1,
+              enable_chunked_prefill=False, max_num_batched_tokens=256, enable_prefix_caching=False,
+              hf_overrides=engine_overrides("qwen2", eviction_settings(method, budget=equality.BUDGET,
+                                                                         buffer=equality.BUFFER, window=equality.WINDOW)),
+              **ENGINE)
+    params = SamplingParams(temperature=1.0, seed=7, max_tokens=DECODE, ignore_eos=True, logprobs=0)
+    outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
+    compressions = llm.apply_model(lambda m: [layer.self_attn.attn.compressions for layer in m.model.layers])[0]
+    assert min(compressions) >= 2 * 3
+    for prompt, output in zip(prompts, outputs):
+        tokens = list(output.outputs[0].token_ids)
+        on_vllm = [next(iter(step.values())).logprob for step in output.outputs[0].logprobs]
+        reference = teacher_forced_logprobs(model, prompt, tokens, equality.BUDGET, method)
+        assert max(abs(a - b) for a, b in zip(on_vllm, reference)) < 1e-4
+    del llm
+    gc.collect()
