@@ -95,8 +95,6 @@ def test_prm_checks_recall_steps_against_the_table():
     assert listed >= 0.9 and unlisted >= 0.9 and key >= 0.9
 
 
-@pytest.mark.xfail(reason="the shipped PRM checks code steps less well than recall steps (docs/testbed.md, Models)",
-                   strict=False)
 def test_prm_checks_code_steps_against_the_rule():
     """The helper's slip (the code of the next value), another code, the code of the right value under
     another value."""
