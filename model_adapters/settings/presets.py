@@ -27,19 +27,20 @@ PRESETS = {
     "smollm2-cpu": dict(base=SMOLLM2, helper=SMOLLM2, scorer="helper-logprob", evictor="rkv", budget=64, n=2,
                         max_steps=8, max_step_tokens=48, max_problems_in_flight=4, dtype="float32"),
     # CPU testbed for task kv_recall (model_adapters/testbed, docs/testbed.md): tiny trained Qwen2 base (GQA)
-    # under R-KV, weaker full-context helper; steps scored by the helper's log-probability (the shipped testbed
-    # PRM, `scorer=qwen-prm`, does not check values yet). A step is 4 tokens; an answer is 8 to 20 pairs and
-    # the step "L+1 = end", an ending a scorer can read (it cannot see EOS); max_steps is three times the
-    # longest answer, so an evicted base that lost the list can run on. Detector: the testbed's own entropy
-    # rule (mean over the tokens of one 4-token step, from its second token on, above 0.25 nats): the paper's
-    # (7 nats over 12 tokens after a 24-token guard) cannot fire inside a 4-token step of a 482-token
-    # vocabulary; the gzip rule keeps the paper's values and cannot fire on steps this short. Buffer 16 (4
-    # steps): the evicted cache is compressed again and again while an answer is written, as the paper's
-    # 128-token buffer is over its thousands-token solutions (with 128 it would happen at the prompt only).
+    # under R-KV, a full-context helper that lacks part of the coding rule, and the testbed's own PRM in the
+    # Qwen2.5-Math-PRM layout (`qwen-prm`), which checks recall steps against the table and code steps against
+    # the rule. A step is 4 tokens; an answer is 9 to 17 steps ending with "key = end" (a scorer cannot see
+    # EOS); max_steps 64 lets an evicted base that lost the table run on. Buffer 16 (4 steps): the evicted
+    # cache is compressed again and again while an answer is written, as the paper's 128-token buffer is over
+    # its thousands-token solutions. Detector: the paper's rules scaled to the testbed (docs/testbed.md):
+    # the entropy threshold is the same share of the maximum entropy ln(vocabulary) as the paper's 7.0 nats
+    # is of ln(151936), 7.0 * ln(586) / ln(151936) = 3.74 nats; window and guard are the paper's 12 and 24
+    # tokens times the ratio of the step caps, 8 / 512, rounded up (1 and 1); the gzip rule keeps the paper's
+    # values (it needs 800 characters; a testbed step has about 12).
     "recall-cpu": dict(base=TESTBED + "base", helper=TESTBED + "helper", prm=TESTBED + "prm",
-                       scorer="helper-logprob", evictor="rkv", budget=32, buffer=16, n=4, max_steps=64,
+                       scorer="qwen-prm", evictor="rkv", budget=32, buffer=16, n=4, max_steps=64,
                        max_step_tokens=8, max_problems_in_flight=32, dtype="float32",
-                       detector_entropy_threshold=0.25, detector_window=4, detector_guard=1),
+                       detector_entropy_threshold=3.74, detector_window=1, detector_guard=1),
 }
 DEFAULT_PRESET = "smollm2-cpu"
 

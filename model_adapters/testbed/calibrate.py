@@ -1,12 +1,17 @@
-"""The testbed's calibration table: `python -m kvrescue_eval.model_adapters.testbed.calibrate`.
+"""The testbed's calibration grid: `python -m kvrescue_eval.model_adapters.testbed.calibrate`.
 
-Runs the plain `lm_eval --model kvrescue --model_args preset=recall-cpu,...` command for every mode,
-N and budget of the grid on task kv_recall (each mode with its default detector: on for rescue only),
-then prints per row pass@1, recovery, committed steps, base and helper tokens per problem, helper
-share of committed steps, degeneration rate and early-exit rate (early exits / base candidates) as a
-Markdown table. `--evictor snapkv` (or any name of `kvrescue_eval.eviction.EVICTORS`) measures another
-evictor on the same grid; `--keep DIR` keeps the lm_eval output folders, for `kvrescue-eval report DIR
---metric pass_at_1` (Table 1 and Table 2 layouts).
+Runs the plain `lm_eval --model kvrescue --model_args preset=recall-cpu,... --tasks kv_recall --log_samples`
+command for every row of the grid: per N, full KV and the helper alone; per evictor and budget, evicted
+best-of-N (bon), KV-Rescue (rescue, detector on, the preset's) and rescue with `detector=off` (the paper's
+"+ interleaving" row). Each mode otherwise has its default detector (on for rescue only, as in the paper).
+
+Per row: pass@1, step accuracy, committed steps, base and helper tokens per problem, helper share of
+committed steps, degeneration rate, early-exit rate (aborted base candidates / base candidates). Per
+(N, evictor, budget): recovery (A - A_bon) / (A_full - A_bon) of both rescue rows, and the paper's
+Fig. 1(a) oracle: per problem right when the evicted run or the helper-alone run is right, its accuracy and
+its share of the gap (oracle recovery). `--json` writes the rows (docs/results/testbed_grid.json);
+`--render JSON` prints the tables of docs/testbed.md from such a file without running anything; `--keep
+DIR` keeps the lm_eval output folders (for `kvrescue-eval report DIR --metric pass_at_1`).
 """
 
 import argparse
@@ -20,30 +25,37 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 TASK = "kv_recall"
+RESCUE_OFF = "rescue, detector off"
 
 
-def grid(ns, budgets):
+def grid(ns, evictors, budgets):
+    """(label, mode, n, evictor, budget, extra model_args) of every row."""
     for n in ns:
-        yield "full", n, None
-        yield "helper", n, None
-        for budget in budgets:
-            yield "bon", n, budget
-            yield "rescue", n, budget
+        yield "full", "full", n, None, None, ""
+        yield "helper", "helper", n, None, None, ""
+        for evictor in evictors:
+            for budget in budgets:
+                yield "bon", "bon", n, evictor, budget, ""
+                yield "rescue", "rescue", n, evictor, budget, ""
+                yield RESCUE_OFF, "rescue", n, evictor, budget, ",detector=off"
 
 
-def run_lm_eval(mode, n, budget, *, evictor, limit, seed, out):
-    args = f"preset=recall-cpu,mode={mode},n={n},evictor={evictor},seed={seed}"
+def run_lm_eval(mode, n, evictor, budget, extra, *, limit, seed, out):
+    args = f"preset=recall-cpu,mode={mode},n={n},seed={seed}" + extra
     if budget is not None:
-        args += f",budget={budget}"
+        args += f",evictor={evictor},budget={budget}"
     command = [sys.executable, "-m", "lm_eval", "--model", "kvrescue", "--model_args", args, "--tasks", TASK,
-               "--device", "cpu", "--output_path", str(out)]
+               "--device", "cpu", "--output_path", str(out), "--log_samples"]
     if limit:
         command += ["--limit", str(limit)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
     (path,) = glob.glob(str(out / "**" / "results_*.json"), recursive=True)
-    return json.loads(Path(path).read_text())
+    (samples,) = glob.glob(str(out / "**" / f"samples_{TASK}_*.jsonl"), recursive=True)
+    rows = [json.loads(line) for line in Path(samples).read_text().splitlines()]
+    right = {row["doc"]["id"]: row["pass_at_1"][0] for row in rows}
+    return json.loads(Path(path).read_text()), right
 
 
 def summarize(results):
@@ -64,59 +76,99 @@ def summarize(results):
     }
 
 
-COLUMNS = ("N", "budget", "mode", "pass@1", "step acc.", "recovery", "steps", "base tokens", "helper tokens",
-           "helper share", "degeneration", "early exits")
+def recovery(accuracy, full, bon):
+    return (accuracy - bon) / (full - bon) if full != bon else None
 
 
-def table(rows):
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+def add_comparisons(rows):
+    """Recovery on rescue rows; the Fig. 1(a) oracle (bon or helper alone, per problem) on bon rows."""
+    by = {(r["label"], r["n"], r["evictor"], r["budget"]): r for r in rows}
     for row in rows:
-        recovery = "" if row.get("recovery") is None else f"{row['recovery']:.2f}"
-        cells = (row["n"], row["budget"] or "full", row["mode"], f"{row['pass_at_1']:.3f}",
-                 f"{row['step_accuracy']:.3f}", recovery, f"{row['steps']:.1f}", f"{row['base_tokens']:.0f}",
-                 f"{row['helper_tokens']:.0f}", f"{row['helper_share']:.2f}", f"{row['degeneration_rate']:.1%}",
-                 f"{row['early_exit_rate']:.1%}")
+        full = by[("full", row["n"], None, None)]
+        if row["mode"] == "rescue":
+            bon = by[("bon", row["n"], row["evictor"], row["budget"])]
+            row["recovery"] = recovery(row["pass_at_1"], full["pass_at_1"], bon["pass_at_1"])
+        if row["label"] == "bon":
+            helper = by[("helper", row["n"], None, None)]
+            oracle = [max(row["right"][doc], helper["right"][doc]) for doc in row["right"]]
+            row["oracle"] = sum(oracle) / len(oracle)
+            row["oracle_recovery"] = recovery(row["oracle"], full["pass_at_1"], row["pass_at_1"])
+
+
+COLUMNS = ("N", "evictor", "budget", "run", "pass@1", "step acc.", "recovery", "steps", "base tokens",
+           "helper tokens", "helper share", "degeneration", "early exits")
+
+
+def fmt(value, spec):
+    return "" if value is None else format(value, spec)
+
+
+def grid_table(rows):
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for r in rows:
+        cells = (r["n"], r["evictor"] or "", r["budget"] or "full", r["label"], f"{r['pass_at_1']:.3f}",
+                 f"{r['step_accuracy']:.3f}", fmt(r.get("recovery"), ".2f"), f"{r['steps']:.1f}",
+                 f"{r['base_tokens']:.0f}", f"{r['helper_tokens']:.0f}", f"{r['helper_share']:.1%}",
+                 f"{r['degeneration_rate']:.1%}", f"{r['early_exit_rate']:.1%}")
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines)
 
 
-def add_recovery(rows):
-    """(A_rescue - A_bon) / (A_full - A_bon) for every (N, budget), on rescue rows."""
-    accuracy = {(r["mode"], r["n"], r["budget"]): r["pass_at_1"] for r in rows}
-    for row in rows:
-        if row["mode"] == "rescue":
-            full, bon = accuracy[("full", row["n"], None)], accuracy[("bon", row["n"], row["budget"])]
-            row["recovery"] = (row["pass_at_1"] - bon) / (full - bon) if full != bon else None
+def oracle_table(rows):
+    """Fig. 1(a) beside KV-Rescue, per setting: the errors are complementary when the oracle recovers much."""
+    by = {(r["label"], r["n"], r["evictor"], r["budget"]): r for r in rows}
+    head = ("N", "evictor", "budget", "full", "helper alone", "bon", "oracle (bon or helper)", "oracle recovery",
+            "rescue", "rescue recovery", "rescue helper share")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        if r["label"] != "bon":
+            continue
+        key = (r["n"], r["evictor"], r["budget"])
+        full, helper, rescue = by[("full", r["n"], None, None)], by[("helper", r["n"], None, None)], by[("rescue", *key)]
+        cells = (*key, f"{full['pass_at_1']:.3f}", f"{helper['pass_at_1']:.3f}", f"{r['pass_at_1']:.3f}",
+                 f"{r['oracle']:.3f}", fmt(r["oracle_recovery"], ".2f"), f"{rescue['pass_at_1']:.3f}",
+                 fmt(rescue["recovery"], ".2f"), f"{rescue['helper_share']:.1%}")
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(lines)
+
+
+def render(rows):
+    return grid_table(rows) + "\n\n" + oracle_table(rows)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--budget", type=int, nargs="+", default=[32, 64])
-    parser.add_argument("--evictor", default="rkv")
+    parser.add_argument("--evictor", nargs="+", default=["rkv", "snapkv"])
     parser.add_argument("--limit", type=int, default=None, help="first LIMIT problems only")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--render", type=Path, help="print the tables of this --json file and stop")
     parser.add_argument("--jobs", type=int, default=1, help="lm_eval runs at once, one thread each")
     parser.add_argument("--keep", type=Path, help="keep the lm_eval output folders here (for kvrescue-eval report)")
     args = parser.parse_args(argv)
+    if args.render:
+        print(render(json.loads(args.render.read_text())["rows"]))
+        return
 
-    def row(i, mode, n, budget, scratch):
-        name = f"{mode}-n{n}" + (f"-{args.evictor}-b{budget}" if budget else "")
-        results = run_lm_eval(mode, n, budget, evictor=args.evictor, limit=args.limit, seed=args.seed,
-                              out=Path(scratch) / name)
-        done = {"mode": mode, "n": n, "budget": budget, **summarize(results)}
-        print(f"{mode} n={n} budget={budget}: pass@1 {done['pass_at_1']:.3f}", file=sys.stderr, flush=True)
+    def row(setting, scratch):
+        label, mode, n, evictor, budget, extra = setting
+        name = f"{mode}-n{n}" + (f"-{evictor}-b{budget}" if budget else "") + extra.replace(",detector=", "-det")
+        results, right = run_lm_eval(mode, n, evictor, budget, extra, limit=args.limit, seed=args.seed,
+                                     out=Path(scratch) / name)
+        done = {"label": label, "mode": mode, "n": n, "evictor": evictor, "budget": budget, **summarize(results),
+                "right": right}
+        print(f"{label} n={n} {evictor} budget={budget}: pass@1 {done['pass_at_1']:.3f}", file=sys.stderr, flush=True)
         return done
 
     with tempfile.TemporaryDirectory() as scratch, ThreadPoolExecutor(args.jobs) as pool:
         folder = args.keep or scratch
-        rows = list(pool.map(lambda job: row(*job, folder),
-                             [(i, *setting) for i, setting in enumerate(grid(args.n, args.budget))]))
-    add_recovery(rows)
+        rows = list(pool.map(lambda setting: row(setting, folder), list(grid(args.n, args.evictor, args.budget))))
+    add_comparisons(rows)
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
-    print(table(rows))
+        args.json.write_text(json.dumps({"limit": args.limit, "seed": args.seed, "rows": rows}, indent=1) + "\n")
+    print(render(rows))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ checkpoint, whatever tokenizer.json holds: training must see the tokenizer the e
 from tokenizers import AddedToken
 from transformers import Qwen2Tokenizer
 
-from kvrescue_eval.tasks.kv_recall.words import END, EQUALS, INSTRUCTION, KEYS, LIST_MARK, QUERY_MARK, SYSTEM, VALUES
+from kvrescue_eval.tasks.kv_recall.words import (ARROW, CODES, END, EQUALS, INSTRUCTION, KEYS, LIST_MARK, QUERY_MARK,
+                                                 SYSTEM, VALUES)
 
 UNK, PAD, EOS, IM_START, STEP_TAG = "[UNK]", "<|endoftext|>", "<|im_end|>", "<|im_start|>", "<extra_0>"
 SPECIAL_TOKENS = (UNK, PAD, IM_START, EOS, STEP_TAG)
@@ -26,8 +27,8 @@ CHAT_TEMPLATE = (
 
 
 def words():
-    text = " ".join((SYSTEM, MATH_SYSTEM, LIST_MARK, END, INSTRUCTION, QUERY_MARK, EQUALS))
-    return [*ROLES, *KEYS, *VALUES, *dict.fromkeys(text.split())]
+    text = " ".join((SYSTEM, MATH_SYSTEM, LIST_MARK, END, INSTRUCTION, QUERY_MARK, EQUALS, ARROW))
+    return [*ROLES, *KEYS, *VALUES, *CODES, *dict.fromkeys(text.split())]
 
 
 def build_tokenizer():

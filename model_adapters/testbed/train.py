@@ -28,10 +28,11 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2Model
 
-from kvrescue_eval.tasks.kv_recall.generate import DATA_DIR, STEP_PREFIX, answer, pairs_of
-from kvrescue_eval.tasks.kv_recall.words import END, KEYS, VALUES
+from kvrescue_eval.tasks.kv_recall.generate import DATA_DIR
+from kvrescue_eval.tasks.kv_recall.words import CODE, CODES, END, KEYS, VALUES
 
 from . import WEIGHTS_DIR
+from .examples import helper_code, lm_example, prm_example
 from .tokenizer import STEP_TAG, build_tokenizer, save_tokenizer
 
 
@@ -51,23 +52,24 @@ class Spec:
     eval_every: int = 100
     threads: int = 1  # torch threads: the shipped weights are bit-identical only with the same count
     init_from_base: bool = False  # PRM only: start the decoder from the base saved in the same output folder
+    frozen_layers: int = 0  # PRM only: the embeddings and this many first layers (the base's) stay as loaded
 
 
 SPECS = {
     # head_dim 32 (hidden 128, 4 query heads, 2 KV heads): vLLM's CPU attention rejects head_dim 16.
     "base": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=2e-3, seed=1,
-                 batch=16, stop_at=0.8),
-    # The helper's gap: the same recipe stopped earlier, so it samples a wrong step now and then, mostly
-    # the first. (Training on answers with noisy values instead broke its copying of the keys.)
+                 batch=16, stop_at=0.9, eval_every=50),
+    # The helper: the same recipe, another seed, trained as far on its own answers (examples.HELPER_GAP).
     "helper": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=2e-3, seed=2,
-                   batch=16, stop_at=0.3, eval_every=10),
-    # The PRM starts from the trained base's decoder plus one fresh layer. It learns the keys and the ending
-    # but not yet the values (held-out 0.82 at 1200 steps, no better by 2200; lr 2e-3 or training only the
-    # fresh layer did not help either): it ships for the Qwen-PRM code paths, and the preset scores with
-    # the helper's log-probability (docs/testbed.md).
-    "prm": Spec(hidden=128, layers=3, heads=4, kv_heads=2, intermediate=256, steps=1200, lr=1e-3, seed=3,
-                batch=16, stop_at=0.985, init_from_base=True),
+                   batch=16, stop_at=0.9, eval_every=50),
+    # The PRM starts from the trained base's decoder plus one fresh layer.
+    "prm": Spec(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=256, steps=2000, lr=1e-3, seed=3,
+                batch=8, stop_at=0.98, init_from_base=True),
 }
+
+
+# How each model codes a value: the base by the rule, the helper with its gap (examples.HELPER_GAP).
+RULES = {"base": CODE, "helper": {value: helper_code(value) for value in VALUES}}
 
 
 def qwen2_config(spec, tokenizer, **extra):
@@ -97,102 +99,6 @@ def load_split(split):
         return [json.loads(line) for line in f]
 
 
-def prompt_text(tokenizer, problem, system=None):
-    messages = [{"role": "system", "content": system or problem["system"]},
-                {"role": "user", "content": problem["question"]}]
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-
-
-def lm_example(tokenizer, problem):
-    """Token ids of prompt + answer + EOS, and the mask of the positions whose next token is learned."""
-    prompt = tokenizer(prompt_text(tokenizer, problem), add_special_tokens=False)["input_ids"]
-    reply = tokenizer(answer(problem), add_special_tokens=False)["input_ids"]
-    ids = prompt + reply + [tokenizer.eos_token_id]
-    learned = [0] * (len(prompt) - 1) + [1] * (len(reply) + 1)
-    return ids, learned
-
-
-def expected_step(problem, index):
-    """The right step at place `index`: the listed row, and past the answer's end still the next row's
-    "end" (a trajectory that wrote something else where the answer ends is over the moment it does)."""
-    steps = problem["steps"]
-    return steps[index] if index < len(steps) else f"{index + 1} = {END}"
-
-
-def corrupt_step(rng, problem, index):
-    """A wrong step at place `index`, of the kinds the base and the helper write: a wrong value, a wrong
-    key, an empty step, "end" too early, garbled words; where the answer must end, a listed value (what an
-    evicted base that lost the list goes on writing), another value, an empty step or garbled words."""
-    pairs = dict(pairs_of(problem))
-    key, value = expected_step(problem, index).split(" = ")
-    kind = rng.random()
-    if value == END:
-        if kind < 0.7:
-            return f"{key} = {rng.choice(list(pairs.values()))}"
-        if kind < 0.8:
-            return f"{key} = {rng.choice([v for v in VALUES if v not in pairs.values()])}"
-        return "" if kind < 0.9 else garbled(rng)
-    if kind < 0.35:      # right key, value of another pair
-        return f"{key} = {rng.choice([v for v in pairs.values() if v != value])}"
-    if kind < 0.45:      # right key, a value absent from the problem
-        return f"{key} = {rng.choice([v for v in VALUES if v not in pairs.values()])}"
-    if kind < 0.6:       # another key of the problem with its own value: the wrong pair
-        other = rng.choice([k for k in pairs if k != key])
-        return f"{other} = {pairs[other]}"
-    if kind < 0.75:      # another key with the right value
-        return f"{rng.choice([k for k in KEYS if k != key])} = {value}"
-    if kind < 0.85:
-        return ""
-    if kind < 0.9:
-        return f"{key} = {END}"
-    return garbled(rng)
-
-
-def garbled(rng):
-    words = KEYS + VALUES + ["=", END]
-    return " ".join(rng.choice(words) for _ in range(rng.randint(1, 5)))
-
-
-def committed_slip(rng, problem, index):
-    """A wrong step of the listed shape (same length, so the later steps keep their distance to the list)."""
-    while len((wrong := corrupt_step(rng, problem, index)).split()) != 3:
-        pass
-    return wrong
-
-
-def step_text(step):
-    """A step as the engine hands it to the scorer: its leading space kept, an empty step empty."""
-    return STEP_PREFIX + step if step else ""
-
-
-def prm_example(tokenizer, problem, rng, slip=0.1):
-    """What the scorer sees: a committed prefix of right steps (a share `slip` of them wrong, as rescue
-    sometimes commits; a step committed where "end" belonged is always wrong), then a candidate step
-    (possibly one past the end, where "end" is still right), right or wrong with equal odds. Targets: each
-    step's label at its tag, and at every answer word whether it is the word expected at that place."""
-    steps_count = len(problem["steps"])
-    cut = rng.randrange(steps_count + 1)
-    steps = [committed_slip(rng, problem, i) if i >= steps_count - 1 or rng.random() < slip
-             else expected_step(problem, i) for i in range(cut)]
-    steps.append(expected_step(problem, cut) if rng.random() < 0.5 else corrupt_step(rng, problem, cut))
-    messages = [{"role": "system", "content": problem["system"]},
-                {"role": "user", "content": problem["question"]},
-                {"role": "assistant", "content": "".join(step_text(step) + STEP_TAG for step in steps)}]
-    ids = tokenizer(tokenizer.apply_chat_template(messages, tokenize=False), add_special_tokens=False)["input_ids"]
-    tag = tokenizer.convert_tokens_to_ids(STEP_TAG)
-    targets = [-100] * len(ids)
-    start = len(tokenizer(prompt_text(tokenizer, problem), add_special_tokens=False)["input_ids"])
-    ends = [p for p, t in enumerate(ids) if t == tag]
-    for index, (step, end) in enumerate(zip(steps, ends, strict=True)):
-        right = expected_step(problem, index)
-        targets[end] = int(step == right)
-        words = [" " + w for w in right.split()]
-        for place, position in enumerate(range(start, end)):
-            targets[position] = int(place < len(words) and tokenizer.convert_ids_to_tokens(ids[position]) == words[place])
-        start = end + 1
-    return ids, targets, ends[-1]
-
-
 def pad(rows, value):
     width = max(len(r) for r in rows)
     return torch.tensor([r + [value] * (width - len(r)) for r in rows])
@@ -201,7 +107,8 @@ def pad(rows, value):
 def train_loop(model, spec, batches, loss_fn, log, evaluate=None):
     """AdamW, linear warmup then constant rate, gradient clipping; stops early once `evaluate` (held-out,
     deterministic) reaches `spec.stop_at`."""
-    optimizer = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=0.01)
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=spec.lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / spec.warmup))
     model.train()
     start = time.time()
@@ -209,7 +116,7 @@ def train_loop(model, spec, batches, loss_fn, log, evaluate=None):
         loss = loss_fn(model, next(batches))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimizer.step()
         schedule.step()
         if evaluate and (step + 1) % spec.eval_every == 0:
@@ -240,11 +147,18 @@ def lm_loss(model, batch):
 
 
 def prm_loss(model, batch):
-    # Targets at the tags (the step labels) and at every answer word (dense labels).
-    ids = pad([b[0] for b in batch], 0)
-    targets = pad([b[1] for b in batch], -100)
+    """Cross-entropy at the candidates' tags, plus cross-entropy at every labelled position (the tags of the
+    committed steps and every answer word) with the two labels weighted alike (most words are right)."""
+    rows = [row for pair in batch for row in pair]
+    ids = pad([r[0] for r in rows], 0)
+    targets = pad([r[1] for r in rows], -100)
     logits = model(ids)
-    return nn.functional.cross_entropy(logits.reshape(-1, 2), targets.reshape(-1))
+    labelled = targets[targets >= 0]
+    counts = torch.stack([(labelled == 0).sum(), (labelled == 1).sum()]).clamp(min=1).float()
+    dense = nn.functional.cross_entropy(logits.reshape(-1, 2), targets.reshape(-1),
+                                        weight=counts.sum() / (2 * counts))
+    index, tags = torch.arange(len(rows)), torch.tensor([r[2] for r in rows])
+    return dense + nn.functional.cross_entropy(logits[index, tags], targets[index, tags])
 
 
 @torch.no_grad()
@@ -270,14 +184,15 @@ def lm_answer_scores(model, examples, word_ids):
 
 @torch.no_grad()
 def prm_accuracy(model, examples):
-    """Accuracy of the label at the candidate's (last) tag, the one the scorer reads."""
+    """Share of held-out pairs (one prefix, the right and a wrong candidate) whose right candidate gets the
+    higher reward (softmax at its tag, label 1), as the scorer ranks them."""
     right = 0
-    for i in range(0, len(examples), 50):
-        batch = examples[i:i + 50]
-        ids = pad([b[0] for b in batch], 0)
-        rows, last = torch.arange(len(batch)), torch.tensor([b[2] for b in batch])
-        predicted = model(ids)[rows, last].argmax(-1)
-        right += (predicted == torch.tensor([b[1][b[2]] for b in batch])).sum().item()
+    for i in range(0, len(examples), 25):
+        rows = [row for pair in examples[i:i + 25] for row in pair]
+        ids = pad([r[0] for r in rows], 0)
+        index, tags = torch.arange(len(rows)), torch.tensor([r[2] for r in rows])
+        reward = model(ids)[index, tags].float().softmax(-1)[:, 1]
+        right += (reward[0::2] > reward[1::2]).sum().item()
     return right / len(examples)
 
 
@@ -286,9 +201,10 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None):
     torch.manual_seed(spec.seed)
     model = Qwen2ForCausalLM(qwen2_config(spec, tokenizer))
     rng = random.Random(spec.seed)
-    batches = batch_stream(lambda p: lm_example(tokenizer, p), train, spec, rng)
-    held_out = [lm_example(tokenizer, p) for p in test]
-    word_ids = torch.tensor(tokenizer.convert_tokens_to_ids([" " + w for w in KEYS + VALUES + [END]]))
+    rule = RULES[name]
+    batches = batch_stream(lambda p: lm_example(tokenizer, p, rng, rule), train, spec, rng)
+    held_out = [lm_example(tokenizer, p, None, rule) for p in test]
+    word_ids = torch.tensor(tokenizer.convert_tokens_to_ids([" " + w for w in KEYS + VALUES + CODES + [END]]))
 
     def right_answer_probability(m):
         return lm_answer_scores(m, held_out[:100], word_ids)[1]
@@ -310,17 +226,38 @@ def train_prm(tokenizer, train, test, out, log, spec=None):
         decoder = {k.removeprefix("model."): v for k, v in base.items() if k.startswith("model.")}
         missing, unexpected = model.model.load_state_dict(decoder, strict=False)  # extra layers start fresh
         assert not unexpected and all(k.startswith("layers.") for k in missing), (missing, unexpected)
+        # The PRM reads "<extra_0>" where the base read "\n\n": the tag starts as the separator's embedding,
+        # so the base's layers see the steps as they were trained on (and predict each next word).
+        with torch.no_grad():
+            embeddings = model.model.embed_tokens.weight
+            embeddings[tokenizer.convert_tokens_to_ids(STEP_TAG)] = embeddings[tokenizer.convert_tokens_to_ids("ĊĊ")]
+    for module in [model.model.embed_tokens, *model.model.layers[:spec.frozen_layers]]:
+        module.requires_grad_(False)
     rng = random.Random(spec.seed)
     batches = batch_stream(lambda p: prm_example(tokenizer, p, rng), train, spec, rng)
     check = random.Random(99)
     held_out = [prm_example(tokenizer, p, check) for p in test]
-    train_loop(model, spec, batches, prm_loss, log, lambda m: prm_accuracy(m, held_out))
-    log(f"prm: held-out accuracy of the candidate's label {prm_accuracy(model, held_out):.4f}")
-    (out / "prm").mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, out / "prm" / "model.safetensors",
+    best = [-1.0]
+
+    def evaluate(m):  # the best held-out model so far is the one saved
+        score = prm_accuracy(m, held_out)
+        if score > best[0]:
+            best[0] = score
+            save_prm(m, config, tokenizer, out / "prm")
+        return score
+
+    train_loop(model, spec, batches, prm_loss, log, evaluate)
+    if best[0] < 0:  # a run shorter than one evaluation period
+        evaluate(model)
+    log(f"prm: held-out pairs ranked right {best[0]:.4f} (the saved model)")
+
+
+def save_prm(model, config, tokenizer, folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, folder / "model.safetensors",
               metadata={"format": "pt"})
-    config.save_pretrained(out / "prm")
-    save_tokenizer(tokenizer, out / "prm")
+    config.save_pretrained(folder)
+    save_tokenizer(tokenizer, folder)
 
 
 def main(argv=None):

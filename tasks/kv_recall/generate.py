@@ -1,22 +1,26 @@
 """Writes the kv_recall data: `python -m kvrescue_eval.tasks.kv_recall.generate` (byte-identical on rerun).
 
-A problem is a list of ROWS numbered rows " key = value", one per blank-line block, then the instruction.
-The first L rows (L drawn from PAIRS) hold distinct values; every later row holds the value "end". The
-answer writes the rows again, one step "key = value" per pair, then the first "end" row (" L+1 = end")
-and EOS; steps are separated by blank lines.
+A problem is a table of ROWS numbered rows " key = value", each followed by a blank code line " ? -> ?",
+one per blank-line block, then the instruction. The first L rows (L drawn from PAIRS) hold distinct
+values; every later row holds the value "end". The answer alternates two kinds of step, for each pair:
 
-The ending is in the list, not in the answer's length: L varies, so a model knows the pairs are done only
-by reading the row it copies from. Under eviction the "end" rows go first: R-KV drops redundant keys, and
-these are many equal tokens; the instruction after the list keeps them out of the newest slots that an
-evictor always keeps. A base whose cache lost them writes some value instead and goes on counting rows,
-past the list, as a real evicted model loses track of where its solution stands. The PRM reads the step
-"L+1 = end" like any other (it cannot see EOS).
+- a RECALL step " key = value", the row copied from the table (what eviction destroys: the row is far back
+  in the prompt), then
+- a CODE step " value -> code", the value just recalled and its code under the fixed rule `words.CODE`
+  (what a weaker model lacks: it needs only the step before, which every evictor keeps, and the rule),
 
-Why numbered rows at fixed places: tiny models trained for minutes on a shared CPU learn to copy from a
-fixed distance (every row, used or not, keeps its place, so step i always sits at the same distance from
-row i) and to count, but not to look a word up by its content (docs/testbed.md).
-Every step starts with a space, as every word of the question does, so that a word is the same token
-wherever it appears (the tokenizer is byte-level: "ant" and " ant" are different tokens).
+then the first "end" row (" L+1 = end", the END step) and EOS; 2 L + 1 steps, each 4 tokens.
+
+The ending is in the table, not in the answer's length: L varies, so a model knows the pairs are done only
+by reading the row it copies from, and a base whose cache lost it goes on counting rows, past the table, as
+a real evicted model loses track of where its solution stands. The PRM reads the END step like any other
+(it cannot see EOS).
+
+Why a blank code line under every row: tiny models trained for minutes on a shared CPU learn to copy from
+a fixed distance and to count, but not to look a word up by its content (docs/testbed.md). A row and its
+code line are 8 tokens, as a recall and a code step are, so the recall step of row i always sits at the
+same distance from row i. Every step starts with a space, as every word of the question does, so that a
+word is the same token wherever it appears (the tokenizer is byte-level: "ant" and " ant" differ).
 """
 
 import argparse
@@ -26,27 +30,45 @@ from pathlib import Path
 
 from kvrescue_eval import STEP_SEPARATOR
 
-from .words import END, EQUALS, INSTRUCTION, KEYS, LIST_MARK, ROWS, SYSTEM, VALUES
+from .words import ARROW, BLANK, CODE, END, EQUALS, INSTRUCTION, KEYS, LIST_MARK, ROWS, SYSTEM, VALUES
 
-PAIRS = (8, 20)  # fewest and most pairs of a problem
+PAIRS = (4, 8)  # fewest and most pairs of a problem
 SPLITS = {"train": (4000, 1234), "test": (200, 4321)}  # split -> (problems, seed)
 DATA_DIR = Path(__file__).parent / "data"
 STEP_PREFIX = " "
+RECALL, CODE_STEP, END_STEP = "recall", "code", "end"  # the kinds of step
 
 
 def step(key, value):
     return f"{key} {EQUALS} {value}"
 
 
+def code_step(value):
+    return f"{value} {ARROW} {CODE[value]}"
+
+
 def question(values):
     rows = [step(key, value) for key, value in zip(KEYS, values + [END] * (ROWS - len(values)), strict=True)]
-    return LIST_MARK + "".join(STEP_SEPARATOR + STEP_PREFIX + line for line in rows + [INSTRUCTION])
+    lines = [line for row in rows for line in (row, BLANK)] + [INSTRUCTION]
+    return LIST_MARK + "".join(STEP_SEPARATOR + STEP_PREFIX + line for line in lines)
 
 
 def pairs_of(problem):
     """The (key, value) pairs listed in a problem's question, in order (the rows before the first "end")."""
-    rows = [block.strip().split(f" {EQUALS} ") for block in problem["question"].split(STEP_SEPARATOR)[1:-1]]
+    rows = [block.strip().split(f" {EQUALS} ") for block in problem["question"].split(STEP_SEPARATOR)[1:-1:2]]
     return [tuple(row) for row in rows[:[value for _, value in rows].index(END)]]
+
+
+def answer_steps(values):
+    steps = [s for key, value in zip(KEYS, values) for s in (step(key, value), code_step(value))]
+    return steps + [step(KEYS[len(values)], END)]
+
+
+def step_kind(index, count):
+    """The kind of the answer's step number `index` (from 0) in an answer of `count` steps."""
+    if index >= count - 1:
+        return END_STEP
+    return RECALL if index % 2 == 0 else CODE_STEP
 
 
 def make_problem(rng, index, split):
@@ -55,7 +77,7 @@ def make_problem(rng, index, split):
         "id": f"{split}-{index:05d}",
         "system": SYSTEM,
         "question": question(values),
-        "steps": [step(key, value) for key, value in zip(KEYS, values)] + [step(KEYS[len(values)], END)],
+        "steps": answer_steps(values),
     }
 
 

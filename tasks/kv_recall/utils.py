@@ -1,13 +1,14 @@
-"""kv_recall: associative recall over a closed word vocabulary, the CPU testbed of the information gap.
+"""kv_recall: recall rows of a table and code each value by a fixed rule, the CPU testbed of KV-Rescue.
 
-The doc's conversation is a system turn (the task's `description`) and the user turn (the listed
-pairs); docs also carry it as `messages`, as the math tasks do. A response is right when its non-empty
-steps, split at blank lines, are exactly the expected steps, in order: every "key = value", then "end".
+The doc's conversation is a system turn (the task's `description`) and the user turn (the table); docs
+also carry it as `messages`, as the math tasks do. A response is right when its non-empty steps, split at
+blank lines, are exactly the expected steps, in order: for every pair "key = value" then "value -> code",
+then "key = end" (generate.py).
 
 Degeneration: the paper counts a sample as degenerated when it is wrong and ran to at least 256 steps, a
-quarter of its 1024-step cap and about ten times a normal solution. A kv_recall answer has 17 steps and
-the testbed caps trajectories at 64, so here a sample is degenerated when it is wrong and ran to at least
-DEGENERATION_FACTOR times the steps of its answer (34): it went on long after the list was done.
+quarter of its 1024-step cap and about ten times a normal solution. A kv_recall answer has 9 to 17 steps
+and the testbed caps trajectories at 64, so here a sample is degenerated when it is wrong and ran to at
+least DEGENERATION_FACTOR times the steps of its answer (18 to 34): it went on long after the table was done.
 """
 
 import json

@@ -1,6 +1,11 @@
-"""The closed vocabulary of the kv_recall task: numbered keys (rows) and material values."""
+"""The closed vocabulary of the kv_recall task: numbered keys (rows), material values, animal codes, the rule.
 
-ROWS = 21  # rows of every list: up to 20 pairs, then rows whose value is END
+The rule (`CODE`) maps every value to its code word: value number i (in `VALUES` order) to code word number
+(5 i + 3) mod 64 (in `CODES` order), a fixed bijection with no structure a tiny model could shortcut: it is
+learned as 64 facts, the "capability" a model has or lacks (docs/testbed.md).
+"""
+
+ROWS = 9  # rows of every table: up to 8 pairs, then rows whose value is END
 KEYS = [str(row) for row in range(1, ROWS + 1)]
 
 VALUES = (
@@ -11,12 +16,25 @@ VALUES = (
     "sand"
 ).split()
 
-SYSTEM = "recall the value of each key"
-LIST_MARK = "pairs"
+CODES = (
+    "ant bat bear bee boar bull calf camel cat cod colt cow crab crow deer dog dove duck eel elk "
+    "ewe fawn finch fox frog gnat goat goose hare hawk hen heron horse jay kite lamb lark lion lynx "
+    "mole moth mouse mule newt owl ox pig pony quail ram rat robin seal shark sheep slug snail swan "
+    "toad trout wasp wolf wren yak"
+).split()
+
+CODE = {value: CODES[(5 * i + 3) % len(CODES)] for i, value in enumerate(VALUES)}
+
+SYSTEM = "recall each row then write its code"
+LIST_MARK = "rows"
 END = "end"  # the value of the rows after the last pair, and of the answer's last step
-INSTRUCTION = "now write every pair in order"  # closes the user turn, after the list
+INSTRUCTION = "now recall and code every row in order"  # closes the user turn, after the table
 QUERY_MARK = "?"
 EQUALS = "="
+ARROW = "->"
+BLANK = f"{QUERY_MARK} {ARROW} {QUERY_MARK}"  # the code line under every row of the table, to be filled in
 
 assert len(VALUES) == 64 and len(set(VALUES)) == 64, len(VALUES)
-assert not set(KEYS) & set(VALUES) and END not in KEYS + VALUES
+assert len(CODES) == 64 and len(set(CODES)) == 64, len(CODES)
+assert len(set(CODE.values())) == 64
+assert not set(KEYS) & set(VALUES) and not set(CODES) & set(VALUES) and END not in KEYS + VALUES + CODES

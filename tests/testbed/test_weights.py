@@ -10,6 +10,7 @@ import torch
 from kvrescue_eval.engine.scoring import ScoreRequest
 from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR, weights_dir
 from kvrescue_eval.tasks.kv_recall.utils import read_split, response_steps
+from kvrescue_eval.tasks.kv_recall.words import CODE, VALUES
 
 
 def test_the_testbed_is_small():
@@ -56,70 +57,93 @@ def prm_model():
 DOCS = 40
 
 
-def prm_wins(place, right, wrong):
-    """Share of the first DOCS test problems where, after `place` right steps, the PRM scores the step
-    right(doc) above wrong(doc)."""
+def prm_wins(place, wrong):
+    """Share of the first DOCS test problems where, after the right steps before place(doc), the PRM
+    scores the right step above wrong(doc, place)."""
     requests = []
     for i, doc in enumerate(read_split("test")[:DOCS]):
-        at = place(i)
+        at = place(doc)
         requests.append(ScoreRequest(key=i, question=doc["question"], system=doc["system"],
                                      steps=[" " + step for step in doc["steps"][:at]],
-                                     candidates=[right(doc, at), wrong(doc, at)]))
+                                     candidates=[" " + doc["steps"][at] if at < len(doc["steps"]) else "",
+                                                 wrong(doc, at)]))
     return sum(r > w for r, w in prm_model().score(requests)) / DOCS
+
+
+def values(doc):
+    return [step.split(" = ")[1] for step in doc["steps"][0:-1:2]]
+
+
+def recall_place(doc):
+    return 2 * (int(doc["id"][-2:]) % (len(values(doc)) - 1)) + 2  # a recall step after the first
+
+
+def code_place(doc):
+    return recall_place(doc) + 1
 
 
 def key_of(doc, at):
     return doc["steps"][at].split(" = ")[0]
 
 
-def value_of(doc, at):
-    return doc["steps"][at].split(" = ")[1]
+def test_prm_checks_recall_steps_against_the_table():
+    """Another listed value at the row (what an evicted base that lost the row writes), a value not in the
+    table, the right value under the next key."""
+    listed = prm_wins(recall_place, lambda doc, at: f" {key_of(doc, at)} = {values(doc)[at // 2 - 1]}")
+    unlisted = prm_wins(recall_place, lambda doc, at: f" {key_of(doc, at)} = {next(v for v in VALUES if v not in values(doc))}")
+    key = prm_wins(recall_place, lambda doc, at: f" {int(key_of(doc, at)) + 1} = {values(doc)[at // 2]}")
+    assert listed >= 0.9 and unlisted >= 0.9 and key >= 0.9
 
 
-def listed(doc, at):
-    return " " + doc["steps"][at]
+def test_prm_checks_code_steps_against_the_rule():
+    """The helper's slip (the code of the next value), another code, the code of the right value under
+    another value."""
+    def code(value, shift):
+        return CODE[VALUES[(VALUES.index(value) + shift) % len(VALUES)]]
 
-
-def some_place(i):
-    return i % 7  # every problem has at least 8 pairs
-
-
-def pairs(doc):
-    return len(doc["steps"]) - 1
-
-
-# The shipped PRM checks keys (35 of these 40 pairs ranked right, measured) and the ending, but not values
-# (docs/testbed.md, "Models"): the preset scores with the helper's log-probability.
-def test_prm_prefers_the_right_key():
-    """Another listed key with the right value."""
-    wins = prm_wins(some_place, listed, lambda doc, at: f" {key_of(doc, at + 1)} = {value_of(doc, at)}")
-    assert wins >= 0.8
+    slip = prm_wins(code_place, lambda doc, at: f" {values(doc)[at // 2]} -> {code(values(doc)[at // 2], 1)}")
+    other = prm_wins(code_place, lambda doc, at: f" {values(doc)[at // 2]} -> {code(values(doc)[at // 2], 7)}")
+    value = prm_wins(code_place, lambda doc, at: f" {values(doc)[at // 2 - 1]} -> {CODE[values(doc)[at // 2]]}")
+    assert slip >= 0.9 and other >= 0.9 and value >= 0.9
 
 
 def test_prm_wants_the_answer_to_end_after_the_last_pair_and_not_before():
-    """After the pairs, the row's "end" beats a listed value (what an evicted base that lost the list
-    writes); before, the listed pair beats "end" and the empty step."""
-    docs = read_split("test")[:DOCS]
-    places = {i: pairs(doc) for i, doc in enumerate(docs)}
-    end = prm_wins(places.get, listed, lambda doc, at: f" {key_of(doc, at)} = {value_of(doc, at % 7)}")
-    early = prm_wins(some_place, listed, lambda doc, at: f" {key_of(doc, at)} = end")
-    empty = prm_wins(some_place, listed, lambda doc, at: "")
-    assert end >= 0.9 and early >= 0.9 and empty >= 0.9
+    """After the pairs, the row's "end" beats a listed value; before, the listed pair beats "end"; after
+    "end", nothing (EOS: the empty step) beats another row."""
+    end = prm_wins(lambda doc: len(doc["steps"]) - 1, lambda doc, at: f" {key_of(doc, at)} = {values(doc)[0]}")
+    early = prm_wins(recall_place, lambda doc, at: f" {key_of(doc, at)} = end")
+    after = prm_wins(lambda doc: len(doc["steps"]), lambda doc, at: f" {len(values(doc)) + 2} = end")
+    assert end >= 0.9 and early >= 0.9 and after >= 0.9
 
 
-@torch.no_grad()
-def test_base_with_its_full_cache_recalls_greedily():
+def greedy_answers(name, docs):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(weights_dir("base"))
-    model = AutoModelForCausalLM.from_pretrained(weights_dir("base"), dtype=torch.float32).eval()
-    docs = read_split("test")[:20]
-    right = 0
+    tokenizer = AutoTokenizer.from_pretrained(weights_dir(name))
+    model = AutoModelForCausalLM.from_pretrained(weights_dir(name), dtype=torch.float32).eval()
     for doc in docs:
         messages = [{"role": "system", "content": doc["system"]}, {"role": "user", "content": doc["question"]}]
         prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
         out = model.generate(ids, max_new_tokens=80, do_sample=False)[0, ids.shape[1]:]
-        text = tokenizer.decode(out, skip_special_tokens=True)
-        right += response_steps(text) == doc["steps"]
-    assert right >= 18
+        yield doc, response_steps(tokenizer.decode(out, skip_special_tokens=True))
+
+
+@torch.no_grad()
+def test_base_with_its_full_cache_recalls_and_codes_greedily():
+    docs = read_split("test")[:20]
+    assert sum(steps == doc["steps"] for doc, steps in greedy_answers("base", docs)) >= 18
+
+
+@torch.no_grad()
+def test_helper_recalls_every_row_and_codes_all_but_its_gap():
+    """The helper's answer is the right one with its own rule: the code of the next value for the values of
+    HELPER_GAP (so it is wrong exactly on the problems that list one of them)."""
+    from kvrescue_eval.model_adapters.testbed.examples import HELPER_GAP
+
+    docs = read_split("test")[:20]
+    expected = {doc["id"]: [step if i % 2 == 0 or step.split()[0] not in HELPER_GAP else
+                            f"{step.split()[0]} -> {CODE[VALUES[(VALUES.index(step.split()[0]) + 1) % 64]]}"
+                            for i, step in enumerate(doc["steps"])] for doc in docs}
+    assert sum(steps == expected[doc["id"]] for doc, steps in greedy_answers("helper", docs)) >= 18
+    assert sum(expected[doc["id"]] != doc["steps"] for doc in docs) >= 5  # the gap shows on these problems

@@ -1,0 +1,184 @@
+"""What the testbed models are trained on: the answers of the base and the helper, the PRM's scored steps.
+
+The helper's gap (`HELPER_GAP`): for 6 of the 64 values, drawn once with a fixed seed, its training answers
+code the value with a wrong code word (the code of the value after it in `VALUES`), always the same one. So
+the helper, which sees the whole table, recalls every row but codes these values confidently wrong: it lacks
+part of the rule, as a small model lacks part of a large one's capability, and sampling N times does not
+help it. The base learns the whole rule.
+
+Both learn to code the value of the step just written, not the table's: in a share `RECALL_SLIP` of their
+training answers' recall steps the value is another one (its loss masked, so it is never learned as an
+answer) and the code step that follows codes the value written. Under eviction that is what the base needs:
+the step before is in the newest slots, which every evictor keeps, and its rows may be gone.
+"""
+
+import random
+
+from kvrescue_eval.tasks.kv_recall.generate import (CODE_STEP, END_STEP, RECALL, STEP_PREFIX, answer_steps,
+                                                    pairs_of, step, step_kind)
+from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, CODES, END, EQUALS, KEYS, VALUES
+
+from .tokenizer import STEP_TAG
+
+HELPER_GAP = tuple(sorted(random.Random(20).sample(VALUES, 6)))
+RECALL_SLIP = 0.1  # share of training recall steps written with another value (loss masked there)
+SEPARATOR = "\n\n"
+
+
+def helper_code(value):
+    """The helper's rule: right except on HELPER_GAP, where it writes the code of the next value."""
+    if value in HELPER_GAP:
+        return CODE[VALUES[(VALUES.index(value) + 1) % len(VALUES)]]
+    return CODE[value]
+
+
+def code_of(text):
+    return f"{text} {ARROW} {CODE[text]}"
+
+
+def prompt_text(tokenizer, problem, system=None):
+    messages = [{"role": "system", "content": system or problem["system"]},
+                {"role": "user", "content": problem["question"]}]
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def encode(tokenizer, text):
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def lm_example(tokenizer, problem, rng=None, rule=CODE, slip=RECALL_SLIP):
+    """Token ids of prompt + answer + EOS, and the mask of the positions whose next token is learned.
+    `rule` codes the values (CODE for the base, the helper's own for the helper); with `rng`, a share
+    `slip` of the recall steps carries another value, not learned, and the next code step codes it."""
+    pairs = pairs_of(problem)
+    written = [value if rng is None or rng.random() >= slip else rng.choice([v for v in VALUES if v != value])
+               for _, value in pairs]
+    prompt = encode(tokenizer, prompt_text(tokenizer, problem))
+    ids, learned = list(prompt), [0] * (len(prompt) - 1)
+    for (key, value), wrote in zip(pairs, written):
+        for text, masked in ((step(key, wrote), wrote != value), (f"{wrote} {ARROW} {rule[wrote]}", False)):
+            words = encode(tokenizer, STEP_PREFIX + text + SEPARATOR)
+            ids += words
+            learned += [1, 1, 0 if masked else 1, 1]  # the value is the step's third token
+            assert len(words) == 4, text
+    tail = encode(tokenizer, STEP_PREFIX + step(KEYS[len(pairs)], END)) + [tokenizer.eos_token_id]
+    return ids + tail, learned + [1] * len(tail)
+
+
+# The PRM: what the scorer sees is a committed prefix and one candidate step.
+
+
+def expected_step(problem, steps):
+    """The right next step after the committed `steps` (texts without the leading space): the table's row
+    for a recall step (its "end" row for the END step), the code of the value the previous step wrote for
+    a code step (of the table's value when that step wrote no value), and past the END step, nothing ("":
+    the answer is over, EOS is right)."""
+    pairs = pairs_of(problem)
+    k = len(steps)
+    kind = step_kind(k, 2 * len(pairs) + 1)
+    if k > 2 * len(pairs):
+        return ""
+    if kind == END_STEP:
+        return step(KEYS[len(pairs)], END)
+    if kind == RECALL:
+        return step(*pairs[k // 2])
+    written = steps[-1].split(f" {EQUALS} ")[-1]
+    return code_of(written if written in VALUES else pairs[k // 2][1])
+
+
+def wrong_step(rng, problem, steps):
+    """A wrong next step of the kinds an evicted base or the helper writes (and a few others)."""
+    pairs = pairs_of(problem)
+    listed = [v for _, v in pairs]
+    right = expected_step(problem, steps)
+    kind, roll = step_kind(len(steps), 2 * len(pairs) + 1), rng.random()
+    if not right:
+        return rng.choice([garbled(rng), step(KEYS[min(len(pairs) + 1, len(KEYS) - 1)], rng.choice(VALUES))])
+    if roll < 0.1:
+        return ""
+    if roll < 0.2:
+        return garbled(rng)
+    if kind == CODE_STEP:
+        value = right.split()[0]
+        if roll < 0.45:
+            return f"{value} {ARROW} {CODE[VALUES[(VALUES.index(value) + 1) % len(VALUES)]]}"  # the helper's slip
+        if roll < 0.7:
+            return f"{value} {ARROW} {rng.choice([c for c in CODES if c != CODE[value]])}"
+        other = rng.choice([v for v in VALUES if v != value])
+        return code_of(other) if roll < 0.85 else f"{other} {ARROW} {CODE[value]}"
+    key, value = right.split(f" {EQUALS} ")
+    if kind == END_STEP:
+        if roll < 0.7:
+            return step(key, rng.choice(listed))
+        if roll < 0.85:
+            return step(key, rng.choice([v for v in VALUES if v not in listed]))
+        return step(rng.choice([k for k in KEYS if k != key]), END)
+    if roll < 0.5:
+        others = [v for v in listed if v != value]
+        return step(key, rng.choice(others or VALUES))
+    if roll < 0.65:
+        return step(key, rng.choice([v for v in VALUES if v not in listed]))
+    if roll < 0.75:
+        return step(key, END)
+    if roll < 0.9:
+        return step(rng.choice([k for k in KEYS if k != key]), value)
+    return f"{value} {ARROW} {CODE[value]}"  # a code step where a recall belongs
+
+
+def garbled(rng):
+    words = KEYS + VALUES + CODES + [EQUALS, ARROW, END]
+    return " ".join(rng.choice(words) for _ in range(rng.randint(1, 5)))
+
+
+def committed_prefix(rng, problem, cut, slip):
+    """`cut` committed steps: each the right one, or with probability `slip` a wrong one of the same shape
+    (a wrong value or code, as a trajectory sometimes commits)."""
+    steps = []
+    for _ in range(cut):
+        right = expected_step(problem, steps)
+        wrong = wrong_step(rng, problem, steps) if right and rng.random() < slip else None
+        steps.append(wrong if wrong and len(wrong.split()) == 3 else right)
+    return steps
+
+
+def step_text(text):
+    """A step as the engine hands it to the scorer: its leading space kept, an empty step empty."""
+    return STEP_PREFIX + text if text else ""
+
+
+def prm_example(tokenizer, problem, rng, slip=0.3):
+    """A committed prefix, then two candidate steps: the right one and a wrong one, as two rows (ids,
+    targets, position of the candidate's tag). Targets: each step's label at its tag, and at every word of
+    the answer whether it is the word expected there. Half the candidates are code steps (the rule is the
+    check learned last), and a share `slip` of the committed steps is wrong (more wrong words to learn from)."""
+    count = len(problem["steps"])
+    cut = 2 * rng.randrange(count // 2) + 1 if rng.random() < 0.5 else rng.randrange(count + 1)
+    steps = committed_prefix(rng, problem, cut, slip)
+    right = expected_step(problem, steps)
+    wrong = right
+    while wrong == right:
+        wrong = wrong_step(rng, problem, steps)
+    return [prm_rows(tokenizer, problem, [*steps, right]), prm_rows(tokenizer, problem, [*steps, wrong])]
+
+
+def prm_rows(tokenizer, problem, steps):
+    messages = [{"role": "system", "content": problem["system"]},
+                {"role": "user", "content": problem["question"]},
+                {"role": "assistant", "content": "".join(step_text(s) + STEP_TAG for s in steps)}]
+    ids = encode(tokenizer, tokenizer.apply_chat_template(messages, tokenize=False))
+    tag = tokenizer.convert_tokens_to_ids(STEP_TAG)
+    targets = [-100] * len(ids)
+    start = len(encode(tokenizer, prompt_text(tokenizer, problem)))
+    ends = [p for p, t in enumerate(ids) if t == tag]
+    for index, (text, end) in enumerate(zip(steps, ends, strict=True)):
+        right = expected_step(problem, steps[:index])
+        targets[end] = int(text == right)
+        words = [" " + w for w in right.split()]
+        for place, position in enumerate(range(start, end)):
+            targets[position] = int(place < len(words) and tokenizer.convert_ids_to_tokens(ids[position]) == words[place])
+        start = end + 1
+    return ids, targets, ends[-1]
+
+
+def base_answer(problem):
+    return answer_steps([v for _, v in pairs_of(problem)])
