@@ -17,7 +17,6 @@ steps: the helper stops inside that jump, so most of its wrong steps are the fir
 """
 
 import argparse
-import json
 import random
 import time
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2Model
 
-from kvrescue_eval.tasks.kv_recall.generate import DATA_DIR
+from kvrescue_eval.tasks.kv_recall.generate import read_split
 from kvrescue_eval.tasks.kv_recall.words import CODE, CODES, END, KEYS, VALUES
 
 from . import WEIGHTS_DIR
@@ -92,11 +91,6 @@ class ProcessRewardModel(nn.Module):
 
     def forward(self, input_ids):
         return self.score(self.model(input_ids=input_ids).last_hidden_state)
-
-
-def load_split(split):
-    with open(DATA_DIR / f"{split}.jsonl", encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 def pad(rows, value):
@@ -268,7 +262,7 @@ def main(argv=None):
     torch.use_deterministic_algorithms(True)
     tokenizer = build_tokenizer()
     # The last 200 training problems are held out to decide when to stop; the test split stays unseen.
-    problems = load_split("train")
+    problems = read_split("train")
     train, test = problems[:-200], problems[-200:]
 
     def log(message):

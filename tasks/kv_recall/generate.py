@@ -92,6 +92,12 @@ def answer(problem):
     return STEP_SEPARATOR.join(STEP_PREFIX + step for step in problem["steps"])
 
 
+def read_split(split, directory=DATA_DIR):
+    """The shipped problems of `split` (as write_split wrote them)."""
+    with open(directory / f"{split}.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
 def write_split(split, directory=DATA_DIR):
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{split}.jsonl"

@@ -11,20 +11,13 @@ and the testbed caps trajectories at 64, so here a sample is degenerated when it
 least DEGENERATION_FACTOR times the steps of its answer (18 to 34): it went on long after the table was done.
 """
 
-import json
-from importlib import resources
 
 from kvrescue_eval import STEP_SEPARATOR
 from kvrescue_eval.stats import carries_statistics
 from kvrescue_eval.tasks import seed_metrics
+from kvrescue_eval.tasks.kv_recall.generate import read_split
 
 DEGENERATION_FACTOR = 2
-
-
-def read_split(split):
-    data = resources.files("kvrescue_eval.tasks.kv_recall") / "data" / f"{split}.jsonl"
-    with data.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 def conversation(doc):

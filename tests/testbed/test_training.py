@@ -7,6 +7,7 @@ import torch
 
 from kvrescue_eval.model_adapters.testbed import train
 from kvrescue_eval.model_adapters.testbed.tokenizer import build_tokenizer
+from kvrescue_eval.tasks.kv_recall.generate import read_split
 
 
 @pytest.fixture(autouse=True)
@@ -22,7 +23,7 @@ def deterministic_torch():
 @pytest.mark.parametrize("name", ["base", "prm"])
 def test_two_runs_give_bit_identical_weights(tmp_path, name):
     tokenizer = build_tokenizer()
-    problems = train.load_split("train")[:16]
+    problems = read_split("train")[:16]
     # The PRM starts from scratch here: starting from a trained base is the same copy in both runs.
     spec = dataclasses.replace(train.SPECS[name], hidden=16, intermediate=32, layers=1, steps=3, batch=4,
                                init_from_base=False)

@@ -1,4 +1,4 @@
-"""Held-out step ranking of the testbed PRM: `python -m kvrescue_eval.model_adapters.testbed.prm_check`.
+"""Held-out step ranking of the testbed PRM: `python benchmarks/testbed_prm_ranking.py` (a measurement script: it drives the `qwen-prm` scorer, a layer above the testbed).
 
 For every test problem (never trained on) and every place of its answer, after the right steps before it,
 the PRM scores the right step and wrong ones; a pair is ranked right when the right step scores higher
@@ -16,12 +16,11 @@ import sys
 from pathlib import Path
 
 from kvrescue_eval.engine.scoring import ScoreRequest
-from kvrescue_eval.tasks.kv_recall.generate import step_kind
-from kvrescue_eval.tasks.kv_recall.utils import read_split
+from kvrescue_eval.tasks.kv_recall.generate import read_split, step_kind
 from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, VALUES
 
-from . import weights_dir
-from .examples import expected_step, step_text, wrong_step
+from kvrescue_eval.model_adapters.testbed import weights_dir
+from kvrescue_eval.model_adapters.testbed.examples import expected_step, step_text, wrong_step
 
 WRONG = 3
 HELPER_SLIP = "code, the helper's slip"
@@ -59,8 +58,7 @@ def ranking_accuracy(scorer, problems, batch=64):
 
 
 def main(argv=None):
-    from .. import scorers  # noqa: F401  (the scorer registry; loads transformers)
-    from ..scorers.qwen_prm import load_qwen_prm
+    from kvrescue_eval.model_adapters.scorers.qwen_prm import load_qwen_prm
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prm", default=None, help="PRM folder (default: the shipped testbed PRM)")
