@@ -9,6 +9,7 @@ from user_tasks import DESCRIPTION, TESTBED_BASE, write_user_tasks
 
 from kvrescue_eval.model_adapters.lm_eval.requests import conversation_of, problems_of, show_model_input
 from kvrescue_eval.model_adapters.prompts import render_prompt
+from kvrescue_eval.tasks.kv_recall import words
 
 INSTRUCTION = "Answer in French."
 
@@ -60,7 +61,7 @@ def test_a_gen_prefix_continues_the_assistant_turn(task_manager, models):
     text = hf.tokenizer.decode(render_prompt(hf.tokenizer, conversation_of(first)))
     assert text.endswith("<|im_start|>assistant\n 1 =")   # open: no <|im_end|> after the prefix
     (plain, _) = requests_of(task_manager, "user_recall_prefix", ours)
-    assert plain.args[0].endswith("now write every pair in order 1 =")
+    assert plain.args[0].endswith(words.INSTRUCTION + " 1 =")  # kv_recall's user turn, then the prefix
 
 
 @pytest.mark.parametrize("chat", [False, True])
