@@ -52,3 +52,14 @@ def test_the_eviction_page_quotes_the_make_bench_crossover_of_the_performance_pa
                     (REPO / "docs" / "performance.md").read_text())
     b128, b512 = int(row.group(1)), int(row.group(2))
     assert f"crossover at {b128:,} tokens for budget 128 and {b512:,} for budget 512" in text("eviction.md")
+
+
+def test_the_testbed_grid_in_the_docs_is_its_results_file():
+    import json
+
+    from kvrescue_eval.model_adapters.testbed.calibrate import render
+
+    doc = (REPO / "docs" / "testbed.md").read_text()
+    shown = doc.split("<!-- testbed grid: begin -->\n")[1].split("\n<!-- testbed grid: end -->")[0]
+    rows = json.loads((REPO / "docs" / "results" / "testbed_grid.json").read_text())["rows"]
+    assert shown == render(rows)
