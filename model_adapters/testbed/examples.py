@@ -18,6 +18,7 @@ from kvrescue_eval.tasks.kv_recall.generate import (CODE_STEP, END_STEP, RECALL,
                                                     pairs_of, step, step_kind)
 from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, CODES, END, EQUALS, KEYS, VALUES
 
+from .simulated_eviction import evicted_positions, table_position
 from .tokenizer import STEP_TAG
 
 HELPER_GAP = tuple(sorted(random.Random(20).sample(VALUES, 6)))
@@ -46,23 +47,37 @@ def encode(tokenizer, text):
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def lm_example(tokenizer, problem, rng=None, rule=CODE, slip=RECALL_SLIP):
-    """Token ids of prompt + answer + EOS, and the mask of the positions whose next token is learned.
+def lm_example(tokenizer, problem, rng=None, rule=CODE, slip=RECALL_SLIP, eviction=None):
+    """Token ids of prompt + answer + EOS, the mask of the positions whose next token is learned, and the
+    positions that stay visible once out of the recent window (None: all of them, no eviction).
     `rule` codes the values (CODE for the base, the helper's own for the helper); with `rng`, a share
-    `slip` of the recall steps carries another value, not learned, and the next code step codes it."""
+    `slip` of the recall steps carries another value, not learned, and the next code step codes it.
+    With `eviction` (a random.Random), the example is seen as from an evicted cache (`evicted_positions`):
+    a word copied from the table is learned only where its row is still visible."""
     pairs = pairs_of(problem)
     written = [value if rng is None or rng.random() >= slip else rng.choice([v for v in VALUES if v != value])
                for _, value in pairs]
     prompt = encode(tokenizer, prompt_text(tokenizer, problem))
-    ids, learned = list(prompt), [0] * (len(prompt) - 1)
+    ids, learned, copied = list(prompt), [0] * (len(prompt) - 1), []
     for (key, value), wrote in zip(pairs, written):
         for text, masked in ((step(key, wrote), wrote != value), (f"{wrote} {ARROW} {rule[wrote]}", False)):
             words = encode(tokenizer, STEP_PREFIX + text + SEPARATOR)
+            if text.startswith(key + " "):
+                copied.append((len(ids) + 2, value))  # the value is the step's third token
             ids += words
-            learned += [1, 1, 0 if masked else 1, 1]  # the value is the step's third token
+            learned += [1, 1, 0 if masked else 1, 1]
             assert len(words) == 4, text
     tail = encode(tokenizer, STEP_PREFIX + step(KEYS[len(pairs)], END)) + [tokenizer.eos_token_id]
-    return ids + tail, learned + [1] * len(tail)
+    copied.append((len(ids) + 2, END))
+    ids, learned = ids + tail, learned + [1] * len(tail)
+    if eviction is None:
+        return ids, learned, None
+    kept = evicted_positions(eviction, len(ids))
+    for position, word in copied:  # the row of the table it copies: the first occurrence after the list mark
+        source = table_position(tokenizer, prompt, position, word, pairs)
+        if not kept[source]:
+            learned[position - 1] = 0
+    return ids, learned, kept
 
 
 # The PRM: what the scorer sees is a committed prefix and one candidate step.
@@ -100,12 +115,14 @@ def wrong_step(rng, problem, steps):
         return garbled(rng)
     if kind == CODE_STEP:
         value = right.split()[0]
-        if roll < 0.45:
+        if roll < 0.4:
             return f"{value} {ARROW} {CODE[VALUES[(VALUES.index(value) + 1) % len(VALUES)]]}"  # the helper's slip
-        if roll < 0.7:
+        if roll < 0.6:
             return f"{value} {ARROW} {rng.choice([c for c in CODES if c != CODE[value]])}"
-        other = rng.choice([v for v in VALUES if v != value])
-        return code_of(other) if roll < 0.85 else f"{other} {ARROW} {CODE[value]}"
+        # another value (often one of the table, as a base that copies from the wrong row writes), coded
+        # by the rule or given the code of the right one
+        other = rng.choice([v for v in (listed if roll < 0.8 else VALUES) if v != value] or VALUES)
+        return code_of(other) if roll < 0.7 or 0.8 <= roll < 0.9 else f"{other} {ARROW} {CODE[value]}"
     key, value = right.split(f" {EQUALS} ")
     if kind == END_STEP:
         if roll < 0.7:

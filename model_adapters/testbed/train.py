@@ -18,6 +18,7 @@ steps: the helper stops inside that jump, so most of its wrong steps are the fir
 
 import argparse
 import random
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,8 +31,9 @@ from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2Model
 from kvrescue_eval.tasks.kv_recall.generate import read_split
 from kvrescue_eval.tasks.kv_recall.words import CODE, CODES, END, KEYS, VALUES
 
-from . import WEIGHTS_DIR
+from . import MODELS, WEIGHTS_DIR
 from .examples import helper_code, lm_example, prm_example
+from .simulated_eviction import visibility_mask
 from .tokenizer import STEP_TAG, build_tokenizer, save_tokenizer
 
 
@@ -50,25 +52,32 @@ class Spec:
     stop_at: float = 1.0  # stop once the held-out score (LM: mean p(right answer); PRM: accuracy) reaches it
     eval_every: int = 100
     threads: int = 1  # torch threads: the shipped weights are bit-identical only with the same count
-    init_from_base: bool = False  # PRM only: start the decoder from the base saved in the same output folder
+    init_from: str | None = None  # PRM only: the spec of the language model its decoder starts from
     frozen_layers: int = 0  # PRM only: the embeddings and this many first layers (the base's) stay as loaded
+    evicted: bool = False  # LM only: train on examples seen through a randomly evicted cache (examples.lm_example)
 
 
 SPECS = {
     # head_dim 32 (hidden 128, 4 query heads, 2 KV heads): vLLM's CPU attention rejects head_dim 16.
-    "base": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=2e-3, seed=1,
-                 batch=16, stop_at=0.9, eval_every=50),
+    # The base also learns to go on from an evicted cache: write every step's form and code the value
+    # just written whatever rows are gone (a large model's robustness, which a tiny one lacks untrained).
+    "base": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=6000, lr=2e-3, seed=1,
+                 batch=16, stop_at=0.9, eval_every=50, evicted=True),
+    # The PRM's own language model, from which its decoder starts: the base's recipe on full contexts (the
+    # way Qwen2.5-Math-PRM starts from a Qwen2.5-Math language model); not shipped.
+    "prm_lm": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=2e-3, seed=1,
+                   batch=16, stop_at=0.9, eval_every=50),
     # The helper: the same recipe, another seed, trained as far on its own answers (examples.HELPER_GAP).
     "helper": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=2e-3, seed=2,
                    batch=16, stop_at=0.9, eval_every=50),
     # The PRM starts from the trained base's decoder plus one fresh layer.
-    "prm": Spec(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=256, steps=2000, lr=1e-3, seed=3,
-                batch=8, stop_at=0.98, init_from_base=True),
+    "prm": Spec(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=1e-3, seed=3,
+                batch=8, stop_at=0.995, init_from="prm_lm"),
 }
 
 
 # How each model codes a value: the base by the rule, the helper with its gap (examples.HELPER_GAP).
-RULES = {"base": CODE, "helper": {value: helper_code(value) for value in VALUES}}
+RULES = {"base": CODE, "prm_lm": CODE, "helper": {value: helper_code(value) for value in VALUES}}
 
 
 def qwen2_config(spec, tokenizer, **extra):
@@ -135,7 +144,8 @@ def batch_stream(make_example, problems, spec, rng):
 def lm_loss(model, batch):
     ids = pad([b[0] for b in batch], 0)
     learned = pad([b[1] for b in batch], 0).bool()
-    logits = model(input_ids=ids).logits[:, :-1]
+    mask = visibility_mask(batch, ids.shape[1]) if any(b[2] is not None for b in batch) else None
+    logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
     targets = ids[:, 1:].masked_fill(~learned[:, : ids.shape[1] - 1], -100)
     return nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
@@ -196,7 +206,8 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None):
     model = Qwen2ForCausalLM(qwen2_config(spec, tokenizer))
     rng = random.Random(spec.seed)
     rule = RULES[name]
-    batches = batch_stream(lambda p: lm_example(tokenizer, p, rng, rule), train, spec, rng)
+    eviction = random.Random(spec.seed + 1000) if spec.evicted else None
+    batches = batch_stream(lambda p: lm_example(tokenizer, p, rng, rule, eviction=eviction), train, spec, rng)
     held_out = [lm_example(tokenizer, p, None, rule) for p in test]
     word_ids = torch.tensor(tokenizer.convert_tokens_to_ids([" " + w for w in KEYS + VALUES + CODES + [END]]))
 
@@ -210,13 +221,14 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None):
     save_tokenizer(tokenizer, out / name)
 
 
-def train_prm(tokenizer, train, test, out, log, spec=None):
+def train_prm(tokenizer, train, test, out, log, spec=None, start=None):
+    """The PRM, its decoder started from the language model saved in the folder `start` (if given)."""
     spec = spec or SPECS["prm"]
     torch.manual_seed(spec.seed)
     config = qwen2_config(spec, tokenizer, num_labels=2, architectures=["Qwen2ForProcessRewardModel"])
     model = ProcessRewardModel(config)
-    if spec.init_from_base:
-        base = load_file(out / "base" / "model.safetensors")
+    if start is not None:
+        base = load_file(start / "model.safetensors")
         decoder = {k.removeprefix("model."): v for k, v in base.items() if k.startswith("model.")}
         missing, unexpected = model.model.load_state_dict(decoder, strict=False)  # extra layers start fresh
         assert not unexpected and all(k.startswith("layers.") for k in missing), (missing, unexpected)
@@ -257,7 +269,7 @@ def save_prm(model, config, tokenizer, folder):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="folder receiving base/, helper/, prm/")
-    parser.add_argument("--only", choices=sorted(SPECS), action="append", help="train only these models")
+    parser.add_argument("--only", choices=MODELS, action="append", help="train only these models")
     args = parser.parse_args(argv)
     torch.use_deterministic_algorithms(True)
     tokenizer = build_tokenizer()
@@ -268,12 +280,18 @@ def main(argv=None):
     def log(message):
         print(message, flush=True)
 
-    for name in args.only or ["base", "helper", "prm"]:
+    for name in args.only or MODELS:
         torch.set_num_threads(SPECS[name].threads)
-        if name == "prm":
-            train_prm(tokenizer, train, test, args.out, log)
-        else:
+        if name != "prm":
             train_lm(name, tokenizer, train, test, args.out, log)
+            continue
+        with tempfile.TemporaryDirectory() as scratch:  # the PRM's language model is not shipped
+            start = SPECS[name].init_from
+            if start:
+                torch.set_num_threads(SPECS[start].threads)
+                train_lm(start, tokenizer, train, test, Path(scratch), log)
+                torch.set_num_threads(SPECS[name].threads)
+            train_prm(tokenizer, train, test, args.out, log, start=Path(scratch) / start if start else None)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ def test_two_runs_give_bit_identical_weights(tmp_path, name):
     problems = read_split("train")[:16]
     # The PRM starts from scratch here: starting from a trained base is the same copy in both runs.
     spec = dataclasses.replace(train.SPECS[name], hidden=16, intermediate=32, layers=1, steps=3, batch=4,
-                               init_from_base=False)
+                               init_from=None)
     runs = []
     for run in ("a", "b"):
         if name == "prm":
