@@ -34,6 +34,11 @@ EQUALS = "="
 ARROW = "->"
 BLANK = f"{QUERY_MARK} {ARROW} {QUERY_MARK}"  # the code line under every row of the table, to be filled in
 
+# Every word an answer is written in (each with its leading space); with the step separator and EOS, the
+# tokens a model writing answers chooses among: the testbed's counterpart of a real model's vocabulary, against
+# which the detector's entropy threshold is scaled (docs/testbed.md, "Detector").
+ANSWER_WORDS = (*KEYS, *VALUES, *CODES, END, EQUALS, ARROW)
+
 assert len(VALUES) == 64 and len(set(VALUES)) == 64, len(VALUES)
 assert len(CODES) == 64 and len(set(CODES)) == 64, len(CODES)
 assert len(set(CODE.values())) == 64
