@@ -1,13 +1,13 @@
 """Does the kvrescue model recover as much with the base (and the helper) on vLLM as with today's transformers
 base? The Done-when figure of the vLLM evicted base, on the kv_recall testbed.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_vllm_evicted_recovery.py [--limit 48]
+    OMP_NUM_THREADS=1 python benchmarks/bench_vllm_evicted_recovery.py [--limit 200]
     # writes benchmarks/results/vllm_evicted_recovery.json
 
 Runs `lm_eval --model kvrescue --tasks kv_recall --device cpu --limit LIMIT` four times (preset recall-cpu,
-its sampling, seed 0): mode rescue with every role on transformers, mode rescue with
-base_backend=vllm,helper_backend=vllm (the scorer, helper-logprob, has no vLLM variant: transformers), and the
-two baselines on transformers, bon (the evicted base alone) and full (the base with its full KV cache).
+its sampling, seed 0): mode rescue with every role on transformers, mode rescue with every role on vLLM
+(base_backend=vllm,helper_backend=vllm,prm_backend=vllm: the evicted base, the helper and the testbed PRM), and
+the two baselines on transformers, bon (the evicted base alone) and full (the base with its full KV cache).
 recovery = (rescue - bon) / (full - bon) in pass_at_1, for each rescue run against the same baselines;
 vllm_recovery_gap = recovery on vLLM - recovery on transformers (Done when: |gap| <= 0.05).
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results" / "vllm_evicted_recovery.json"
 RUNS = {
     "rescue_hf": "preset=recall-cpu",
-    "rescue_vllm": "preset=recall-cpu,base_backend=vllm,helper_backend=vllm",
+    "rescue_vllm": "preset=recall-cpu,base_backend=vllm,helper_backend=vllm,prm_backend=vllm",
     "bon_hf": "preset=recall-cpu,mode=bon",
     "full_hf": "preset=recall-cpu,mode=full",
 }
@@ -33,7 +33,7 @@ RUNS = {
 def run(model_args: str, limit: int, folder: Path) -> tuple[dict, float]:
     command = [sys.executable, "-m", "lm_eval", "--model", "kvrescue", "--model_args", model_args, "--tasks",
                "kv_recall", "--device", "cpu", "--limit", str(limit), "--output_path", str(folder)]
-    env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     begin = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - begin
@@ -45,7 +45,7 @@ def run(model_args: str, limit: int, folder: Path) -> tuple[dict, float]:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--limit", type=int, default=48)
+    parser.add_argument("--limit", type=int, default=200, help="first LIMIT test problems (all 200 by default)")
     args = parser.parse_args()
     measured = {}
     with tempfile.TemporaryDirectory() as tmp:

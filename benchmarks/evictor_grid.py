@@ -79,8 +79,8 @@ def main(argv=None):
     def row(setting, scratch):
         mode, evictor, budget = setting
         started = time.monotonic()
-        results = run_lm_eval(mode, args.n, budget, evictor=evictor or "rkv", limit=args.limit, seed=args.seed,
-                              out=Path(scratch) / f"{mode}-{evictor}-{budget}")
+        results, _ = run_lm_eval(mode, args.n, evictor, budget, "", limit=args.limit, seed=args.seed,
+                                 out=Path(scratch) / f"{mode}-{evictor}-{budget}")
         done = {"mode": mode, "evictor": evictor, "budget": budget, **summarize(results),
                 "seconds": round(time.monotonic() - started, 1)}
         print(f"{mode} {evictor} {budget}: pass@1 {done['pass_at_1']:.3f}", file=sys.stderr, flush=True)
