@@ -11,7 +11,9 @@ committed steps, degeneration rate, early-exit rate (aborted base candidates / b
 Fig. 1(a) oracle: per problem right when the evicted run or the helper-alone run is right, its accuracy and
 its share of the gap (oracle recovery). `--json` writes the rows (docs/results/testbed_grid.json);
 `--render JSON` prints the tables of docs/testbed.md from such a file without running anything; `--keep
-DIR` keeps the lm_eval output folders (for `kvrescue-eval report DIR --metric pass_at_1`).
+DIR` keeps the lm_eval output folders (for `kvrescue-eval report DIR`; `--reuse` then reads the runs already
+there instead of running them again); `--report FILE` writes the report's
+Table 5, 1 and 2 layouts, helper share and Fig. 1(a) oracle tables of the grid's runs (docs/results/testbed_report.md).
 """
 
 import argparse
@@ -40,7 +42,8 @@ def grid(ns, evictors, budgets):
                 yield RESCUE_OFF, "rescue", n, evictor, budget, ",detector=off"
 
 
-def run_lm_eval(mode, n, evictor, budget, extra, *, limit, seed, out):
+def run_lm_eval(mode, n, evictor, budget, extra, *, limit, seed, out, reuse=False):
+    """One row's lm_eval run into `out` (with `reuse`, a run already there is read, not run again)."""
     args = f"preset=recall-cpu,mode={mode},n={n},seed={seed}" + extra
     if budget is not None:
         args += f",evictor={evictor},budget={budget}"
@@ -50,7 +53,8 @@ def run_lm_eval(mode, n, evictor, budget, extra, *, limit, seed, out):
         command += ["--limit", str(limit)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+    if not (reuse and glob.glob(str(out / "**" / "results_*.json"), recursive=True)):
+        subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
     (path,) = glob.glob(str(out / "**" / "results_*.json"), recursive=True)
     (samples,) = glob.glob(str(out / "**" / f"samples_{TASK}_*.jsonl"), recursive=True)
     rows = [json.loads(line) for line in Path(samples).read_text().splitlines()]
@@ -132,6 +136,21 @@ def oracle_table(rows):
     return "\n".join(lines)
 
 
+REPORT_TABLES = ("table5", "decode_cost", "table2", "helper_share", "oracle")  # of `kvrescue-eval report`
+
+
+def report_tables(folder):
+    """The `kvrescue-eval report` tables REPORT_TABLES of the lm_eval runs under `folder`, in Markdown."""
+    from kvrescue_eval.analysis.comparisons import analyse
+    from kvrescue_eval.analysis.oracle import oracle_table
+    from kvrescue_eval.analysis.runs import read_runs
+    from kvrescue_eval.analysis.tables import all_tables
+
+    analysis = analyse(read_runs([str(folder)]))
+    tables = {table.name: table for table in all_tables(analysis) + [oracle_table(analysis)]}
+    return "\n".join(tables[name].to_markdown() for name in REPORT_TABLES)
+
+
 def render(rows):
     return grid_table(rows) + "\n\n" + oracle_table(rows)
 
@@ -147,6 +166,9 @@ def main(argv=None):
     parser.add_argument("--render", type=Path, help="print the tables of this --json file and stop")
     parser.add_argument("--jobs", type=int, default=1, help="lm_eval runs at once, one thread each")
     parser.add_argument("--keep", type=Path, help="keep the lm_eval output folders here (for kvrescue-eval report)")
+    parser.add_argument("--report", type=Path, help="write the report's tables of the grid's runs here (Markdown)")
+    parser.add_argument("--reuse", action="store_true", help="with --keep: read a row's run already kept there "
+                        "instead of running it again (resumes a grid, or re-renders one)")
     args = parser.parse_args(argv)
     if args.render:
         print(render(json.loads(args.render.read_text())["rows"]))
@@ -156,7 +178,7 @@ def main(argv=None):
         label, mode, n, evictor, budget, extra = setting
         name = f"{mode}-n{n}" + (f"-{evictor}-b{budget}" if budget else "") + extra.replace(",detector=", "-det")
         results, right = run_lm_eval(mode, n, evictor, budget, extra, limit=args.limit, seed=args.seed,
-                                     out=Path(scratch) / name)
+                                     out=Path(scratch) / name, reuse=args.reuse and args.keep is not None)
         done = {"label": label, "mode": mode, "n": n, "evictor": evictor, "budget": budget, **summarize(results),
                 "right": right}
         print(f"{label} n={n} {evictor} budget={budget}: pass@1 {done['pass_at_1']:.3f}", file=sys.stderr, flush=True)
@@ -165,6 +187,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as scratch, ThreadPoolExecutor(args.jobs) as pool:
         folder = args.keep or scratch
         rows = list(pool.map(lambda setting: row(setting, folder), list(grid(args.n, args.evictor, args.budget))))
+        if args.report:
+            args.report.write_text(report_tables(folder))
     add_comparisons(rows)
     if args.json:
         args.json.write_text(json.dumps({"limit": args.limit, "seed": args.seed, "rows": rows}, indent=1) + "\n")
