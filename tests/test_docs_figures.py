@@ -63,3 +63,9 @@ def test_the_testbed_grid_in_the_docs_is_its_results_file():
     shown = doc.split("<!-- testbed grid: begin -->\n")[1].split("\n<!-- testbed grid: end -->")[0]
     rows = json.loads((REPO / "docs" / "results" / "testbed_grid.json").read_text())["rows"]
     assert shown == render(rows)
+
+
+def test_the_testbed_report_tables_in_the_docs_are_their_file():
+    doc = (REPO / "docs" / "testbed.md").read_text()
+    shown = doc.split("<!-- testbed report: begin -->\n")[1].split("\n<!-- testbed report: end -->")[0]
+    assert shown == (REPO / "docs" / "results" / "testbed_report.md").read_text().rstrip()
