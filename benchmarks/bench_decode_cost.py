@@ -83,7 +83,7 @@ def main():
     if table["bon"]["base_tokens"] == 0:
         fail("evicted best-of-N generated no base tokens")
     ratio = table["rescue"]["base_tokens"] / table["bon"]["base_tokens"]
-    show([record("rescue_vs_bon_base_tokens", ratio, "ratio", higher_is_better=False, detail={
+    show([record("rescue_vs_bon_base_tokens", ratio, "ratio", target=0.6, higher_is_better=False, detail={
         "workload": label, "preset": preset, "settings": settings, "problems": len(problems),
         "table": table, "threads": threads})])
 
