@@ -13,7 +13,7 @@ the same model and rows (its stock attention and paged KV).
 
 rescue_all_vllm_vs_mix: problems per minute of the whole `kvrescue` model in mode rescue on the kv_recall
 testbed (preset recall-cpu, greedy, PROBLEMS test problems), with the base and the helper on vLLM over today's
-mix (helper on vLLM, base on transformers); the scorer (helper-logprob, which has no vLLM variant) is on
+mix (helper on vLLM, base on transformers); the scorer (the preset's qwen-prm with the testbed PRM) is on
 transformers in both. Engine start-up is excluded (the first call times a warm-up problem apart).
 """
 
@@ -146,7 +146,7 @@ def main():
     mix, mix_texts = rescue_problems_per_minute(helper_backend="vllm")
     rescue = {"preset": "recall-cpu", "mode": "rescue", "temperature": 0, "problems": PROBLEMS,
               "problems_per_min": {"base_and_helper_on_vllm": round(all_vllm, 2), "helper_on_vllm": round(mix, 2)},
-              "same_trajectories": all_texts == mix_texts, "scorer": "helper-logprob on transformers"}
+              "same_trajectories": all_texts == mix_texts, "scorer": "qwen-prm (testbed PRM) on transformers"}
     records = [record("vllm_base_decode_speedup", rates["vllm_evicted"] / rates["transformers_evicted"], "x",
                       detail=detail),
                record("vllm_evicted_vs_full_kv", rates["vllm_evicted"] / rates["vllm_full_kv"], "x", detail=detail),
