@@ -6,7 +6,7 @@ of `kvrescue_eval.eviction.EVICTORS` evicted best-of-N (`bon`) and `rescue` at e
 Writes the rows with the machine to a JSON file and prints the Markdown table of docs/eviction.md
 (accuracy, recovery, base tokens per evictor); `--table FILE` prints the table again from a written file.
 
-    OMP_NUM_THREADS=1 python benchmarks/evictor_grid.py --limit 4 --out docs/results/evictor_grid.json
+    OMP_NUM_THREADS=1 python benchmarks/evictor_grid.py --jobs 2 --keep runs --out docs/results/evictor_grid.json
     python benchmarks/evictor_grid.py --table docs/results/evictor_grid.json
 """
 
@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -71,6 +70,9 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=1, help="lm_eval runs at once, one thread each")
     parser.add_argument("--out", type=Path, help="write the rows here (JSON)")
     parser.add_argument("--table", type=Path, help="only print the table of a file written by --out")
+    parser.add_argument("--keep", type=Path, help="keep the lm_eval output folders here")
+    parser.add_argument("--reuse", action="store_true", help="with --keep: read a run already kept there instead "
+                        "of running it again (resumes an interrupted grid)")
     args = parser.parse_args(argv)
     if args.table:
         print(table(json.loads(args.table.read_text())))
@@ -78,16 +80,16 @@ def main(argv=None):
 
     def row(setting, scratch):
         mode, evictor, budget = setting
-        started = time.monotonic()
         results, _ = run_lm_eval(mode, args.n, evictor, budget, "", limit=args.limit, seed=args.seed,
-                                 out=Path(scratch) / f"{mode}-{evictor}-{budget}")
+                                 out=Path(scratch) / f"{mode}-{evictor}-{budget}", reuse=args.reuse and bool(args.keep))
         done = {"mode": mode, "evictor": evictor, "budget": budget, **summarize(results),
-                "seconds": round(time.monotonic() - started, 1)}
+                "seconds": round(float(results["total_evaluation_time_seconds"]), 1)}  # lm_eval's own, also of a reused run
         print(f"{mode} {evictor} {budget}: pass@1 {done['pass_at_1']:.3f}", file=sys.stderr, flush=True)
         return done
 
     with tempfile.TemporaryDirectory() as scratch, ThreadPoolExecutor(args.jobs) as pool:
-        rows = list(pool.map(lambda s: row(s, scratch), settings(args.evictors, args.budget)))
+        folder = args.keep or scratch
+        rows = list(pool.map(lambda s: row(s, folder), settings(args.evictors, args.budget)))
     doc = {"machine": machine(), "n": args.n, "problems": args.limit or "all", "seed": args.seed, "rows": rows}
     if args.out:
         args.out.write_text(json.dumps(doc, indent=1))
