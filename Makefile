@@ -2,7 +2,7 @@
 
 # everything, as CI; `make test-fast` (a plain pytest) skips the tests marked slow
 test:
-	python -m pytest -q -m "" -n 2 --dist loadfile --ignore=tests/vllm && python -m pytest -q -m "" tests/vllm
+	python -m pytest -q -m "" -n 2 --dist loadfile --ignore=tests/vllm && python -m pytest -q -m "" -n 2 --dist loadfile tests/vllm
 
 test-fast:
 	python -m pytest -q --ignore=tests/vllm && python -m pytest -q tests/vllm

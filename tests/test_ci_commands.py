@@ -6,7 +6,8 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-EVERYTHING = 'python -m pytest -q -m "" -n 2 --dist loadfile --ignore=tests/vllm && python -m pytest -q -m "" tests/vllm'
+EVERYTHING = ('python -m pytest -q -m "" -n 2 --dist loadfile --ignore=tests/vllm'
+              ' && python -m pytest -q -m "" -n 2 --dist loadfile tests/vllm')
 
 
 def test_a_plain_pytest_deselects_the_slow_tests():

@@ -25,6 +25,8 @@ from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = int(os.environ.get("GATE_SABOTAGE_LIMIT", "30"))
+# .ci/run keeps these runs (GATE_SABOTAGE_KEEP, a fresh folder) for its own gate, which then runs only the vLLM arm
+KEEP = os.environ.get("GATE_SABOTAGE_KEEP")
 SCORERS = ("preset", "sabotage-first-helper", "sabotage-first-base", "sabotage-random")
 
 
@@ -44,7 +46,7 @@ pytestmark = [pytest.mark.slow,
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
     """scorer -> (the gate's JSON for rescue with that selector, the gate script's output)."""
-    keep = tmp_path_factory.mktemp("gate")
+    keep = Path(KEEP) if KEEP else tmp_path_factory.mktemp("gate")
     env = {**os.environ, "LIMIT": str(LIMIT), "SCORERS": " ".join(SCORERS), "VLLM_RESCUE": "0", "KEEP": str(keep)}
     run = subprocess.run(["bash", str(REPO / ".ci" / "recovery-gate")], env=env, capture_output=True, text=True,
                          timeout=3000, cwd=keep)
