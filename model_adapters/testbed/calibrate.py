@@ -53,13 +53,30 @@ def run_lm_eval(mode, n, evictor, budget, extra, *, limit, seed, out, reuse=Fals
         command += ["--limit", str(limit)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-    if not (reuse and glob.glob(str(out / "**" / "results_*.json"), recursive=True)):
+    if reuse and glob.glob(str(out / "**" / "results_*.json"), recursive=True):
+        if problem := kept_run_mismatch(out, args, limit):
+            raise ValueError(f"{problem}: run without --reuse, or --keep another folder")
+    else:
         subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
     (path,) = glob.glob(str(out / "**" / "results_*.json"), recursive=True)
     (samples,) = glob.glob(str(out / "**" / f"samples_{TASK}_*.jsonl"), recursive=True)
     rows = [json.loads(line) for line in Path(samples).read_text().splitlines()]
     right = {row["doc"]["id"]: row["pass_at_1"][0] for row in rows}
     return json.loads(Path(path).read_text()), right
+
+
+def kept_run_mismatch(folder, model_args, limit):
+    """Why the newest lm_eval run kept in `folder` is not the run of `model_args` ("k=v,...") on `limit` problems
+    (None: it is; `.ci/recovery-gate` asks this too). Only the given model_args are compared: lm-eval adds others."""
+    path = max(glob.glob(str(Path(folder) / "**" / "results_*.json"), recursive=True))
+    config = json.loads(Path(path).read_text())["config"]
+    wanted = dict(pair.split("=", 1) for pair in model_args.split(","))
+    found = {key: str(config["model_args"].get(key)) for key in wanted}
+    kept = None if config["limit"] is None else float(config["limit"])
+    if kept != (None if limit is None else float(limit)) or found != wanted:
+        return (f"{folder} holds a run with limit {config['limit']} and model_args {config['model_args']}, "
+                f"not limit {limit} and {model_args}")
+    return None
 
 
 def summarize(results):

@@ -34,7 +34,9 @@ def test_recovery_and_the_fig_1a_oracle_by_hand():
 def test_reuse_reads_a_kept_run_instead_of_running_it(tmp_path, monkeypatch):
     run = tmp_path / "bon-n4-rkv-b32" / "model"
     run.mkdir(parents=True)
-    (run / "results_2026.json").write_text(json.dumps({"results": {"kv_recall": {}}}))
+    kept = {"results": {"kv_recall": {}}, "config": {"limit": None, "model_args": {
+        "preset": "recall-cpu", "mode": "bon", "n": 4, "seed": 0, "evictor": "rkv", "budget": 32}}}
+    (run / "results_2026.json").write_text(json.dumps(kept))
     (run / "samples_kv_recall_2026.jsonl").write_text(json.dumps({"doc": {"id": "test-00000"}, "pass_at_1": [1]}) + "\n")
 
     def refuse(*args, **kwargs):
@@ -43,6 +45,19 @@ def test_reuse_reads_a_kept_run_instead_of_running_it(tmp_path, monkeypatch):
     monkeypatch.setattr(subprocess, "run", refuse)
     results, right = calibrate.run_lm_eval("bon", 4, "rkv", 32, "", limit=None, seed=0,
                                            out=tmp_path / "bon-n4-rkv-b32", reuse=True)
-    assert results == {"results": {"kv_recall": {}}} and right == {"test-00000": 1}
+    assert results == kept and right == {"test-00000": 1}
     with pytest.raises(AssertionError, match="run again"):
         calibrate.run_lm_eval("bon", 4, "rkv", 32, "", limit=None, seed=0, out=tmp_path / "elsewhere", reuse=True)
+
+
+def test_reuse_refuses_a_kept_run_of_other_problems_or_model_args(tmp_path):
+    run = tmp_path / "bon-n4-rkv-b32" / "model"
+    run.mkdir(parents=True)
+    kept = {"results": {"kv_recall": {}}, "config": {"limit": 50.0, "model_args": {
+        "preset": "recall-cpu", "mode": "bon", "n": 4, "seed": 0, "evictor": "rkv", "budget": 32}}}
+    (run / "results_2026.json").write_text(json.dumps(kept))
+    with pytest.raises(ValueError, match="limit 50.0 .* not limit None"):
+        calibrate.run_lm_eval("bon", 4, "rkv", 32, "", limit=None, seed=0, out=tmp_path / "bon-n4-rkv-b32", reuse=True)
+    with pytest.raises(ValueError, match="not limit 50 and preset=recall-cpu,mode=bon,n=4,seed=0,evictor=rkv,budget=64"):
+        calibrate.run_lm_eval("bon", 4, "rkv", 64, "", limit=50, seed=0, out=tmp_path / "bon-n4-rkv-b32", reuse=True)
+    assert calibrate.kept_run_mismatch(tmp_path / "bon-n4-rkv-b32", "preset=recall-cpu,mode=bon,budget=32", "50") is None
