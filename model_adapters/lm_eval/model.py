@@ -57,12 +57,12 @@ class KVRescueLM(LM):
         try:
             self.args = parse_model_args(model_args)  # fails on bad input before loading anything,
             check_models_present(self.args)  # on models missing here, before any hub call,
-            # on a thinking mode the models cannot run (their tokenizers only),
-            self.args, self.response_opening = resolved_thinking(self.args)
-            self.args = checked_context(self.args)  # on a max_context beyond what a model reads,
             require_supported_versions(vllm=self.args.uses_vllm)  # on frameworks out of range,
             device = resolve_device(self.args.device)  # on a device name torch does not know,
-            check_journal(self.args)  # and on a journal=PATH that cannot be one
+            check_journal(self.args)  # on a journal=PATH that cannot be one, before any model file is read,
+            # on a thinking mode the models cannot run (their tokenizers only),
+            self.args, self.response_opening = resolved_thinking(self.args)
+            self.args = checked_context(self.args)  # and on a max_context beyond what a model reads (configs)
         except (ValueError, ModelsNotFound, UnsupportedEnvironment, JournalError) as error:
             logger.error("%s", error)  # with its level, above lm-eval's long traceback
             raise
