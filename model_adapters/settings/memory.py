@@ -63,10 +63,11 @@ def checked_context(settings: Settings) -> Settings:
     return settings
 
 
-def kv_bytes_per_token(config, itemsize: int) -> int:
+def kv_shape(config) -> tuple[int, int, int]:
+    """(layers, KV heads, head dimension) of a decoder's config."""
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-    return config.num_hidden_layers * kv_heads * 2 * head_dim * itemsize
+    return config.num_hidden_layers, kv_heads, head_dim
 
 
 def problem_bytes(settings: Settings, role: str, itemsize: int) -> int:
@@ -74,12 +75,11 @@ def problem_bytes(settings: Settings, role: str, itemsize: int) -> int:
     config = text_config(getattr(settings, role))
     n_base, n_helper = settings.counts
     rows = 1 + (n_base if role == "base" else n_helper)
+    layers, kv_heads, head_dim = kv_shape(config)
     if role == "base" and settings.eviction is not None:
-        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
-        kv_heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-        return rows * settings.eviction.kv_bytes(num_layers=config.num_hidden_layers, kv_heads=kv_heads,
-                                                 key_dim=head_dim, value_dim=head_dim, itemsize=itemsize)
-    return rows * settings.engine.max_context * kv_bytes_per_token(config, itemsize)
+        return rows * settings.eviction.kv_bytes(num_layers=layers, kv_heads=kv_heads, key_dim=head_dim,
+                                                 value_dim=head_dim, itemsize=itemsize)
+    return rows * settings.engine.max_context * layers * kv_heads * 2 * head_dim * itemsize
 
 
 def weights_bytes(name: str, itemsize: int) -> int:
