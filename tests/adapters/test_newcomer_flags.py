@@ -24,11 +24,15 @@ def responses(results):
     return [s["resps"][0][0] for s in results["samples"]["kv_recall"]]
 
 
-def test_a_greedy_rerun_is_served_from_the_cache_and_a_sampled_run_is_refused(tmp_path, caplog):
+def test_a_greedy_rerun_is_served_from_the_cache_and_a_sampled_run_is_refused(tmp_path, caplog, capfd):
     from kvrescue_eval.model_adapters.lm_eval.response_cache import CacheRefused
 
-    runs = [evaluate(model_args=TESTBED, limit=2, gen_kwargs=GREEDY, use_cache=str(tmp_path / "cache"))
-            for _ in range(2)]
+    runs = [evaluate(model_args=TESTBED, limit=2, gen_kwargs=GREEDY, use_cache=str(tmp_path / "cache"))]
+    progress = capfd.readouterr().err.split("\r")   # the first run's bar, as tqdm drew it
+    assert any(line.startswith("kvrescue: problems:   0%|") and " 0/2 " in line for line in progress)
+    assert "kvrescue: problems: 100%|" in progress[-1] or any("| 2/2 [" in line for line in progress)
+    assert not any(": :" in line for line in progress)
+    runs.append(evaluate(model_args=TESTBED, limit=2, gen_kwargs=GREEDY, use_cache=str(tmp_path / "cache")))
     assert runs[0]["config"]["kvrescue"]["run"]["generated"] == 2
     assert runs[1]["config"]["kvrescue"]["run"]["generated"] == 0   # nothing generated: every request cached
     assert responses(runs[1]) == responses(runs[0])
