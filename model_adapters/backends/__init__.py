@@ -6,9 +6,11 @@ model_adapters/scorers). The class has:
 - `check(role, settings)` (classmethod): refuse, before anything loads, a role it cannot run (a ValueError
   naming the model_arg, its value and what is valid); `require()` (classmethod): an ImportError with the
   install lines when its library is absent; class attributes `title` (its library, in messages), `beside`
-  (its policies are step-level and run beside the base's decoding: overlap=auto turns background threads on)
-  and `options` (None, or a dataclass of its own settings, validated by itself: model_args `<name>_<field>`,
-  in `settings.backend_options[name]`);
+  (its policies are step-level and run beside the base's decoding: overlap=auto turns background threads on),
+  `options` (None, or a dataclass of its own settings, validated by itself: model_args `<name>_<field>`,
+  in `settings.backend_options[name]`), `device_map` (whether it places its models with model_arg device_map,
+  accelerate's placement over the visible GPUs) and `spread` (how it spreads a model over GPUs otherwise:
+  named when device_map is refused for a role on it);
 - `__init__(settings, dtype)`: one instance per run, shared by the roles it runs (a model loads once);
   `dtype` is the torch dtype's name that model_arg dtype resolved to on this device;
 - `policy(role, model)`: the engine policy (TokenPolicy or StepPolicy) of role "base" or "helper";

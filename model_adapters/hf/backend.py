@@ -11,6 +11,8 @@ class HFBackend:
     title = "transformers"
     options = None  # no model_args of its own (dtype, device and device_map are the run's)
     beside = False  # token-level: decoded in the engine's own loop
+    device_map = True  # model_arg device_map places its models over the visible GPUs (accelerate)
+    spread = "device_map=auto"
 
     @classmethod
     def check(cls, role: str, settings) -> None:

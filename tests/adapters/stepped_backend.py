@@ -15,6 +15,7 @@ class SteppedBackend:
     title = "stepped transformers"
     options = None
     beside = True  # step-level: overlap=auto turns the background threads on
+    device_map, spread = True, "device_map=auto"  # its models load through transformers
 
     @classmethod
     def check(cls, role, settings):
