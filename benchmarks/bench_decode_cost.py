@@ -7,7 +7,7 @@ modes run the same problems with the same seeds and settings; per problem, means
 steps, output tokens, base tokens generated (all candidates, aborted ones included), helper tokens.
 
 rescue_vs_bon_base_tokens = mean base tokens of rescue / mean base tokens of bon (the paper
-reports 43% to 70% fewer, i.e. 0.30 to 0.57). Each mode runs with its default detector (on for rescue
+reports 0.37 to 0.66 at budget 64 in Table 1 and 0.30 and 0.33 for the 72B in Table 3). Each mode runs with its default detector (on for rescue
 only, as in the paper). On the testbed an evicted base that lost the list runs on to the step cap while
 rescue's helper and PRM end the answer (docs/testbed.md).
 """
