@@ -55,7 +55,7 @@ class KVRescueLM(LM):
         try:
             self.args = parse_model_args(model_args)  # fails on bad input before loading anything,
             check_models_present(self.args)  # on models missing here, before any hub call,
-            require_supported_versions(vllm=self.args.uses_vllm)  # on frameworks out of range,
+            require_supported_versions(self.args.libraries)  # on frameworks out of range,
             device = resolve_device(self.args.device)  # on a device name torch does not know,
             check_journal(self.args)  # and on a journal=PATH that cannot be one
         except (ValueError, ModelsNotFound, UnsupportedEnvironment, JournalError) as error:

@@ -39,7 +39,7 @@ def run_record(lm) -> RunRecord:
         data_parallel_processes=lm.world_size,
         **detector_info(a), overlap=a.overlaps,
         **execution_info(lm),
-        vllm_statistics=lm.components.statistics() if lm.components is not None else {},
+        backend_statistics=lm.components.statistics() if lm.components is not None else {},
         totals=totals, run=run_info(lm))
 
 

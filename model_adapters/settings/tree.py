@@ -188,8 +188,11 @@ class Settings:
         return any(backend_class(name).beside for name in self.used_backends)
 
     @property
-    def uses_vllm(self) -> bool:
-        return "vllm" in self.used_backends
+    def libraries(self) -> list:
+        """The libraries of the backends this run uses, for the version check at the model's start."""
+        from ..backends import libraries
+
+        return libraries(self.used_backends)
 
 
 def plain(value):
