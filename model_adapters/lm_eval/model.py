@@ -19,7 +19,7 @@ Steps end at "\\n\\n", a problem at EOS, `max_steps`, `max_context`, `max_gen_to
 import hashlib
 import json
 import logging
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import replace
 
 from lm_eval.api.model import LM
@@ -128,22 +128,16 @@ class KVRescueLM(LM):
         return responses
 
     def _generate(self, todo, on_event) -> dict:
-        """Problem key -> journal entry, the problems of each sampling setting in one engine run."""
-        by_sampling = defaultdict(list)
-        for problem, generation in todo:
-            by_sampling[generation.sampling].append(problem)
-        generated = {}
-        for sampling, problems in by_sampling.items():
-            for policy in (self.base, self.helper):
-                if policy is not None:
-                    policy.sampling = sampling
-            run = self._retrying_run(on_event)
-            try:
-                generated.update(zip((p.key for p in problems), map(journal_entry, run.run(problems))))
-            finally:
-                self.run_stats.update(oom_retries=run.retries)
-                self.config = replace(self.config, max_problems_in_flight=run.max_problems_in_flight)
-        return generated
+        """Problem key -> journal entry, in one engine run (each problem carries its own sampling settings)."""
+        problems = [problem for problem, _ in todo]
+        if not problems:
+            return {}
+        run = self._retrying_run(on_event)
+        try:
+            return dict(zip((p.key for p in problems), map(journal_entry, run.run(problems))))
+        finally:
+            self.run_stats.update(oom_retries=run.retries)
+            self.config = replace(self.config, max_problems_in_flight=run.max_problems_in_flight)
 
     def _generations(self, requests) -> list:
         """Each request's generation settings; what a task asks for that does not apply is said once per task."""

@@ -10,9 +10,10 @@ YAML. Python callers of `simple_evaluate` pass `journal=PATH`.
 Identity (compared field by field when a journal is opened): every model_arg after presets except
 `max_problems_in_flight` (batching; out-of-memory retries change it too) and `journal`; the device
 type and accelerator name (float results differ across hardware); content fingerprints of every model
-folder used (`kvrescue_eval.fingerprint`); the versions of kvrescue-eval, lm-eval, torch, transformers
-and each used backend's part (model_adapters/backends: `journal_identity`, e.g. the vLLM version), and a hash of the package's generating code (`source_files`: the core's engine, eviction,
-detector and statistics, every module of the adapters). The data is not part of it: a journal entry is
+folder used (`kvrescue_eval.fingerprint`); the versions of kvrescue-eval, lm-eval, torch and transformers;
+each used backend's part (model_adapters/backends `journal_identity`: the vllm backend's, the installed vLLM);
+and a hash of the package's generating code (`source_files`: the core's engine, eviction, detector and
+statistics, every module of the adapters). The data is not part of it: a journal entry is
 keyed by the SHA-256 of the problem's conversation and its repeat index, so a changed prompt is a new
 key; the fingerprint of each run's requests is recorded in its run line.
 """
