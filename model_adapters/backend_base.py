@@ -5,7 +5,8 @@ names a library).
 A backend subclasses `Backend` and sets what differs:
 - `title`: its library, in messages; `beside`: its policies are step-level and run beside the base's decoding
   (overlap=auto turns background threads on); `options`: None, or a dataclass of its own settings, validated by
-  itself (model_args `<name>_<field>`, in `settings.backend_options[name]`);
+  itself (model_args `<option_prefix><field>`, the prefix `<name>_` unless the class sets `option_prefix`; in
+  `settings.backend_options[name]`);
 - `distributions`: the installed distributions that are its library (the first installed one counts),
   `supported`: the version range it is tested with (pyproject's extra of the same name pins it:
   tests/adapters/test_backend_registry.py), `why`: what breaks outside it. `kvrescue-eval info` and the model's
@@ -22,6 +23,7 @@ class Backend:
     title = "?"
     beside = False
     options = None
+    option_prefix = None  # None: "<name>_"
     distributions: tuple[str, ...] = ()
     supported = ""
     why = ""

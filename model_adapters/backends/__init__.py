@@ -26,6 +26,7 @@ from ..backend_base import Backend  # noqa: F401 (the class a backend subclasses
 BACKENDS = {
     "hf": "..hf.backend:HFBackend",        # transformers: token-level, in the engine's loop
     "vllm": "..vllm.backend:VLLMBackend",  # vLLM: step-level, beside it
+    "http": "..http.backend:HTTPBackend",  # vLLM servers over HTTP: the helper and the PRM, beside it
 }
 POLICY_ROLES = ("base", "helper")
 _USED: set = set()  # names of the backends instantiated in this process (must_retire)
@@ -60,6 +61,12 @@ def must_retire() -> bool:
     """Whether a backend whose class says its process must retire after use (`retire_after_use`) was
     instantiated in this process: a sweep worker then exits after its arm."""
     return any(backend_class(name).retire_after_use for name in _USED if name in BACKENDS)
+
+
+def option_prefix(name: str) -> str:
+    """What the model_args of a backend's options start with."""
+    prefix = backend_class(name).option_prefix
+    return f"{name}_" if prefix is None else prefix
 
 
 def statistics_name(name: str) -> str:

@@ -17,7 +17,8 @@ import inspect
 # name -> the factory, or "module:factory" (a module relative to this package, or absolute), imported lazily
 # so that listing names loads no framework; or {backend: such a factory} for a scorer on several backends.
 SCORERS = {
-    "qwen-prm": {"hf": ".qwen_prm:load_qwen_prm", "vllm": ".vllm_prm:load_vllm_qwen_prm"},
+    "qwen-prm": {"hf": ".qwen_prm:load_qwen_prm", "vllm": ".vllm_prm:load_vllm_qwen_prm",
+                 "http": ".http_prm:load_http_qwen_prm"},
     "qwen-prm-vllm": {"vllm": ".vllm_prm:load_vllm_qwen_prm"},  # the same rewards, on vLLM by name
     "helper-logprob": ".helper_logprob:HelperLogProbScorer",
     # reserved for testing the CI gate: selectors that pick by who proposed a candidate (sabotage.py)
@@ -35,6 +36,7 @@ RESOURCES = {
     "dtype": None,          # "float32", "bfloat16" or "float16", from model_arg dtype and the device
     "device": None,
     "engine_kwargs": None,  # `**engine_kwargs`: the vLLM engine settings of the prm role (vllm/engine.py)
+    "server": None,         # the prm role's server (http/server.py)
 }
 
 
