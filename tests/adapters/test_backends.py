@@ -42,6 +42,6 @@ def test_a_toy_backend_is_checked_and_chosen_before_anything_loads(registered):
     assert parse_model_args(dict(rescue, helper_backend="stepped")).overlaps is True  # step-level: beside the base
     with pytest.raises(ValueError, match=r"base_backend='stepped' is invalid; valid: hf in mode rescue"):
         parse_model_args(dict(rescue, base_backend="stepped"))
-    with pytest.raises(ValueError, match=r"helper_backend='steped' is invalid; valid: hf, vllm, stepped "
+    with pytest.raises(ValueError, match=r"helper_backend='steped' is invalid; valid: hf, vllm, http, stepped "
                                          r"\(did you mean stepped\?\)"):
         parse_model_args(dict(rescue, helper_backend="steped"))
