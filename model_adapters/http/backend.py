@@ -47,6 +47,13 @@ class HTTPBackend(Backend):
                              f"kvrescue-eval serve {role} --preset NAME prints and starts it)")
 
     @classmethod
+    def require(cls) -> None:
+        import importlib.util
+
+        if importlib.util.find_spec("httpx") is None:
+            raise ImportError('helper_backend=http / prm_backend=http need httpx: pip install "kvrescue-eval[http]"')
+
+    @classmethod
     def identity(cls, settings) -> dict:
         """Nothing beyond the model_args: the models are fingerprinted from their local folders and a server
         restarted on another URL must resume the same journal."""
