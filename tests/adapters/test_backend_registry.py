@@ -1,8 +1,10 @@
 """A backend is one sub-package plus one registry line: the complete toy backend in tests/adapters/relay_backend
 (its library and tested range, its journal identity, its statistics, its retirement, its own model_arg),
-registered through the public registry, runs rescue through lm-eval's entry point with no other file touched;
+registered through the public registry, runs rescue through lm-eval's entry point in a sweep worker with no other
+file touched;
 the vllm backend's tested range is the one `pip install ".[vllm]"` installs."""
 
+import io
 import json
 from importlib import metadata
 
@@ -31,22 +33,25 @@ def registered(monkeypatch):
 
 @pytest.mark.slow
 def test_a_complete_backend_runs_rescue_through_lm_eval_and_everything_follows_it(registered, tmp_path, monkeypatch):
-    from kvrescue_eval.model_adapters.lm_eval.arm import run_arm
+    from kvrescue_eval.model_adapters.lm_eval.sweep_worker import serve
 
     relay_lib(tmp_path, monkeypatch, "1.2.3")
     assert not backends.must_retire()
     out = tmp_path / "out"
-    code = run_arm(["--model", "kvrescue", "--model_args", ARGS, "--tasks", "kv_recall", "--limit", "2",
-                    "--device", "cpu", "--output_path", str(out)])
-    assert code == 0
+    arm = {"argv": ["--model", "kvrescue", "--model_args", ARGS, "--tasks", "kv_recall", "--limit", "2", "--device",
+                    "cpu", "--output_path", str(out)], "log": str(tmp_path / "arm.log"),
+           "progress": str(tmp_path / "progress")}
+    replies = io.StringIO()
+    serve([json.dumps(arm) + "\n", json.dumps(arm) + "\n"], replies)  # a sweep worker offered two arms
+    assert [json.loads(line) for line in replies.getvalue().splitlines()] == [{"exit": 0, "retire": True}]
     results = json.loads(next(out.rglob("results_*.json")).read_text())
     info = results["config"]["kvrescue"]
     assert info["mode"] == "rescue" and info["backends"] == {"base": "hf", "helper": "relay", "prm": "hf"}
     assert info["backend_statistics"] == {"relay_counts": {"helper": {"policies": 1}}}
     header = json.loads(next((out / "kvrescue-journals").glob("*.jsonl")).read_text().splitlines()[0])
     assert header["identity"]["backends"] == {"hf": {}, "relay": {"relay-lib": "1.2.3", "note": "seen"}}
-    assert "relay_note" in header["identity"]["model_args"] or "note" in json.dumps(header["identity"])
-    assert backends.must_retire()  # the relay backend's class says its process retires after use
+    assert header["identity"]["model_args"]["relay_note"] == "seen"  # its option, a model_arg like any
+    assert backends.must_retire()  # the relay backend's class says its process retires after use: one arm only
 
 
 def test_a_backend_library_outside_its_range_is_refused_at_start_and_named_by_info(registered, tmp_path,
