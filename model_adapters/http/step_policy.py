@@ -42,8 +42,8 @@ class HTTPStepPolicy:
 
     def _body(self, request: StepRequest, seed: int) -> dict:
         s = self.sampling_of[request.key]
-        return {"model": self.server.model, "prompt": list(self.committed[request.key]), "max_tokens": request.max_tokens,
-                "temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k, "seed": seed,
+        return {"model": self.server.model, "prompt": list(self.committed[request.key]),
+                "max_tokens": request.max_tokens, "temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k, "seed": seed,
                 "stop": [STEP_SEPARATOR], "include_stop_str_in_output": True,
                 "stop_token_ids": sorted(self.eos_token_ids), "skip_special_tokens": False, "return_token_ids": True}
 
