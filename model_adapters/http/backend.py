@@ -77,13 +77,13 @@ class HTTPBackend(Backend):
         tokenizer = AutoTokenizer.from_pretrained(folder)
         self.servers[role].check()
         return HTTPStepPolicy(self.servers[role], tokenizer, self.settings.sampling, eos_ids(folder, tokenizer),
-                              name=role)
+                              name=role, thinking=self.settings.thinking == "on")
 
     def resources(self) -> dict:
         from transformers import AutoTokenizer
 
         return {"path": lambda: model_folder(self.settings.prm), "server": lambda: self.servers["prm"],
-                "helper_server": lambda: self._server("helper"),
+                "helper_server": lambda: self._server("helper"), "thinking": lambda: self.settings.thinking == "on",
                 "tokenizer": lambda: AutoTokenizer.from_pretrained(model_folder(self.settings.helper))}
 
     def _server(self, role):

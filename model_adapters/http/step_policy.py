@@ -16,8 +16,10 @@ from .server import Server, field_of
 
 
 class HTTPStepPolicy:
-    def __init__(self, server: Server, tokenizer, sampling: SamplingParams, eos_token_ids, name: str = "helper"):
+    def __init__(self, server: Server, tokenizer, sampling: SamplingParams, eos_token_ids, name: str = "helper",
+                 thinking: bool = False):
         self.server, self.tokenizer, self.sampling, self.name = server, tokenizer, sampling, name
+        self.thinking = thinking
         self.tokenizer_key = tokenizer_fingerprint(tokenizer)
         self.eos_token_ids = frozenset(eos_token_ids)
         self.committed: dict[Hashable, list[int]] = {}
@@ -26,7 +28,7 @@ class HTTPStepPolicy:
 
     def start(self, key, conversation, sampling=None) -> int:
         with self.lock:
-            self.committed[key] = list(render_prompt(self.tokenizer, conversation))
+            self.committed[key] = list(render_prompt(self.tokenizer, conversation, self.thinking))
             self.sampling_of[key] = sampling or self.sampling
         return len(self.committed[key])
 
@@ -43,7 +45,8 @@ class HTTPStepPolicy:
     def _body(self, request: StepRequest, seed: int) -> dict:
         s = self.sampling_of[request.key]
         return {"model": self.server.model, "prompt": list(self.committed[request.key]),
-                "max_tokens": request.max_tokens, "temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k, "seed": seed,
+                "max_tokens": request.max_tokens, "temperature": s.temperature, "top_p": s.top_p, "top_k": s.top_k,
+                "seed": seed,
                 "stop": [STEP_SEPARATOR], "include_stop_str_in_output": True,
                 "stop_token_ids": sorted(self.eos_token_ids), "skip_special_tokens": False, "return_token_ids": True}
 

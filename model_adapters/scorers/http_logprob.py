@@ -14,11 +14,11 @@ from .helper_logprob import HelperLogProbScorer
 
 
 class HTTPHelperLogProbScorer(HelperLogProbScorer):
-    def __init__(self, server: Server, tokenizer):  # noqa: super().__init__ would build a transformers cache
+    def __init__(self, server: Server, tokenizer, thinking: bool = False):  # noqa: no transformers cache here
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError(f"helper-logprob needs a fast tokenizer (character offsets); got "
                              f"{type(tokenizer).__name__}")
-        self.server, self.tokenizer = server, tokenizer
+        self.server, self.tokenizer, self.thinking = server, tokenizer, thinking
 
     def _score_distinct(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
         rows = [self._encode_scored(self.context(r.system, r.question, r.steps), candidate + STEP_SEPARATOR)
@@ -41,5 +41,5 @@ class HTTPHelperLogProbScorer(HelperLogProbScorer):
         pass  # nothing is kept per trajectory
 
 
-def load_http_helper_logprob(tokenizer, helper_server) -> HTTPHelperLogProbScorer:
-    return HTTPHelperLogProbScorer(helper_server, tokenizer)
+def load_http_helper_logprob(tokenizer, helper_server, thinking: bool = False) -> HTTPHelperLogProbScorer:
+    return HTTPHelperLogProbScorer(helper_server, tokenizer, thinking)

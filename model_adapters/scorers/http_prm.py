@@ -15,10 +15,11 @@ from .qwen_prm import QwenPRMScorer, resolve_checkpoint, step_tag_id
 class HTTPQwenPRMScorer(QwenPRMScorer):
     name = "qwen-prm-http"
 
-    def __init__(self, server: Server, tokenizer):  # noqa: super().__init__ would build a transformers prefix cache
+    def __init__(self, server: Server, tokenizer, window: int = 0, context_length: int = 0):  # noqa: no cache
         self.server, self.tokenizer = server, tokenizer
         self.step_tag_id = step_tag_id(tokenizer)
         self.use_prefix_cache = False
+        self._set_window(window, context_length)
 
     def _score_distinct(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
         inputs = [self._through_last_tag(self.encode(self.render(r.system, r.question, [*r.steps, candidate])))
@@ -38,8 +39,11 @@ class HTTPQwenPRMScorer(QwenPRMScorer):
         pass  # nothing is kept per trajectory
 
 
-def load_http_qwen_prm(path: str, server) -> HTTPQwenPRMScorer:
-    """`path`: the checkpoint (its tokenizer renders the input here); `server`: the prm role's Server."""
-    from transformers import AutoTokenizer
+def load_http_qwen_prm(path: str, server, prm_window: int = 0) -> HTTPQwenPRMScorer:
+    """`path`: the checkpoint (its tokenizer renders the input here, its config gives the context length);
+    `server`: the prm role's Server; `prm_window`: the PRM's window (qwen_prm.py)."""
+    from transformers import AutoConfig, AutoTokenizer
 
-    return HTTPQwenPRMScorer(server, AutoTokenizer.from_pretrained(resolve_checkpoint(path)))
+    folder = resolve_checkpoint(path)
+    context = AutoConfig.from_pretrained(folder).max_position_embeddings
+    return HTTPQwenPRMScorer(server, AutoTokenizer.from_pretrained(folder), prm_window, context)

@@ -45,4 +45,5 @@ def evicted_base_policy(folder, settings, engine_kwargs: dict):
                                 on_cpu=str(settings.device).startswith("cpu"))
     llm = start_llm(str(folder), **kwargs)
     tokenizer = _load_tokenizer(folder)
-    return VLLMEvictedPolicy(llm, settings.sampling, tokenizer, eos_token_ids(llm, tokenizer), name="base")
+    return VLLMEvictedPolicy(llm, settings.sampling, tokenizer, eos_token_ids(llm, tokenizer), name="base",
+                             thinking=settings.thinking == "on")
