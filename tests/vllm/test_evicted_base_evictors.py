@@ -1,7 +1,7 @@
 """Every registered evictor runs inside the vLLM evicted base as in the transformers evicting cache: its
 log-probabilities within 1e-4 of the teacher-forced transformers cache over 80 sampled decode tokens (at
 least three compressions per request), two prompts of which one longer than budget + buffer, through one sequence
-slot (the second request reuses the first one's blocks). Covers the layer's duties beyond R-KV and SnapKV
+slot (the second request reuses the first one's blocks), on Qwen2 and Qwen3. Covers the layer's duties beyond R-KV and SnapKV
 (test_evicted_base_equality.py): per-slot state (h2o), values (criticalkv), per-layer budgets (pyramidkv,
 whose blocks differ per layer) and per-head validity (adakv).
 
@@ -23,20 +23,21 @@ from kvrescue_eval.model_adapters.vllm.evicted_base.schedule_config import evict
 DECODE = 80
 
 
+@pytest.mark.parametrize("model_type", ["qwen2", "qwen3"])
 @pytest.mark.parametrize("method", sorted(set(EVICTORS) - {"rkv", "snapkv", "knorm"}))
-def test_every_evictor_on_vllm_equals_the_transformers_evicting_cache(tmp_path, method):
+def test_every_evictor_on_vllm_equals_the_transformers_evicting_cache(tmp_path, method, model_type):
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
     import test_evicted_base_equality as equality
 
-    model = tiny_checkpoint(tmp_path, "qwen2")
+    model = tiny_checkpoint(tmp_path, model_type)
     generator = torch.Generator().manual_seed(5)
     prompts = [torch.randperm(VOCAB, generator=generator)[:length].tolist() for length in (60, 12)]
     llm = LLM(model=str(tmp_path), skip_tokenizer_init=True, max_model_len=256, max_num_seqs=1,
               enable_chunked_prefill=False, max_num_batched_tokens=256, enable_prefix_caching=False,
-              hf_overrides=engine_overrides("qwen2", eviction_settings(method, budget=equality.BUDGET,
-                                                                         buffer=equality.BUFFER, window=equality.WINDOW)),
+              hf_overrides=engine_overrides(model_type, eviction_settings(method, budget=equality.BUDGET,
+                                                                          buffer=equality.BUFFER, window=equality.WINDOW)),
               **ENGINE)
     params = SamplingParams(temperature=1.0, seed=7, max_tokens=DECODE, ignore_eos=True, logprobs=0)
     outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
