@@ -2,8 +2,10 @@
 log-probabilities within 1e-4 of the teacher-forced transformers cache over 80 sampled decode tokens (at
 least three compressions per request), two prompts of which one longer than budget + buffer, through one sequence
 slot (the second request reuses the first one's blocks). Covers the layer's duties beyond R-KV and SnapKV
-(test_evicted_base_equality.py): per-slot state (h2o), values (criticalkv), per-layer budgets (pyramidkv,
-whose blocks differ per layer) and per-head validity (adakv).
+(test_evicted_base_equality.py): per-slot state (h2o), values and the output projection (criticalkv), per-layer
+budgets (pyramidkv, whose blocks differ per layer), per-head validity (adakv), which slots hold the prompt
+(randomattention, whose 60-token prompt is longer than the budget and whose 12-token one is kept) and a stream of
+draws that goes on across requests (random, randomattention).
 
 KNorm is left out: RoPE keeps a key's norm, so one token at two positions gets two equal KNorm scores, and
 which of the two float rounding keeps differs between any two implementations of the projections (vLLM's
@@ -16,7 +18,7 @@ import torch
 from conftest import ENGINE
 from test_evicted_base_equality import VOCAB, teacher_forced_logprobs, tiny_checkpoint
 
-from kvrescue_eval.eviction import EVICTORS
+from kvrescue_eval.eviction import EVICTORS, build_evictor
 from kvrescue_eval.model_adapters.vllm.evicted_base.models import engine_overrides
 from kvrescue_eval.model_adapters.vllm.evicted_base.schedule_config import eviction_settings
 
@@ -42,10 +44,11 @@ def test_every_evictor_on_vllm_equals_the_transformers_evicting_cache(tmp_path, 
     outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
     compressions = llm.apply_model(lambda m: [layer.self_attn.attn.compressions for layer in m.model.layers])[0]
     assert min(compressions) >= 2 * 3
+    evictor = build_evictor(method)   # one for both requests, as the engine's: an evictor that draws goes on drawing
     for prompt, output in zip(prompts, outputs):
         tokens = list(output.outputs[0].token_ids)
         on_vllm = [next(iter(step.values())).logprob for step in output.outputs[0].logprobs]
-        reference = teacher_forced_logprobs(model, prompt, tokens, equality.BUDGET, method)
+        reference = teacher_forced_logprobs(model, prompt, tokens, equality.BUDGET, evictor)
         assert max(abs(a - b) for a, b in zip(on_vllm, reference)) < 1e-4
     del llm
     gc.collect()
