@@ -69,3 +69,16 @@ def test_the_testbed_report_tables_in_the_docs_are_their_file():
     doc = (REPO / "docs" / "testbed.md").read_text()
     shown = doc.split("<!-- testbed report: begin -->\n")[1].split("\n<!-- testbed report: end -->")[0]
     assert shown == (REPO / "docs" / "results" / "testbed_report.md").read_text().rstrip()
+
+
+def test_the_tie_rules_figures_are_its_results_file():
+    import json
+
+    measured = json.loads((REPO / "docs" / "results" / "tie_rule_kv_recall.json").read_text())
+    before, after = measured["before"], measured["after"]
+    assert before["pass_at_1"] == after["pass_at_1"] and measured["identical_responses"] == measured["problems"]
+    assert (f"{measured['problems']} problems) {100 * after['shared_steps'] / after['steps']:.1f}% of committed steps "
+            f"are such ties") in text("metrics.md")
+    assert (f"the helper share from {100 * before['helper_steps'] / before['steps']:.1f}% to "
+            f"{100 * after['helper_steps'] / after['steps']:.1f}% with the same texts and pass@1 "
+            f"({after['pass_at_1']:.2f})") in text("metrics.md")
