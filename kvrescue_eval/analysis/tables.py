@@ -262,17 +262,21 @@ def table2(cells, metric):
 
 
 def helper_share_table(cells):
-    """Figure 6 data: share of committed steps that came from the helper (ratio of means)."""
+    """Figure 6 data: share of committed steps that came from the helper, and share of committed steps whose
+    text the base and the helper both proposed (the tie the engine draws; ratios of means)."""
     rows = []
     for cell in cells:
         if cell.setting.mode != "rescue":
             continue
         row = setting_fields(cell.setting)
-        row.update(benchmark=cell.benchmark,
-                   helper_share=_ratio(cell.stats.get("helper_steps"), cell.stats.get("steps")))
+        steps = cell.stats.get("steps")
+        row.update(benchmark=cell.benchmark, helper_share=_ratio(cell.stats.get("helper_steps"), steps),
+                   shared_share=_ratio(cell.stats.get("shared_steps"), steps))
         rows.append(row)
-    return Table("helper_share", "Helper share of committed steps (%)",
-                 SETTING_COLUMNS + ("benchmark", "helper_share"), rows, {"helper_share": percent})
+    return Table("helper_share", "Helper share of committed steps (%), and share of committed steps whose text "
+                 "both models proposed (%; the engine draws which of them the step counts for)",
+                 SETTING_COLUMNS + ("benchmark", "helper_share", "shared_share"), rows,
+                 {"helper_share": percent, "shared_share": percent})
 
 
 def unpaired_table(unpaired):

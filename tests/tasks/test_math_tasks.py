@@ -15,7 +15,7 @@ from lm_eval_cli import LM_EVAL, run_lm_eval
 
 OURS = {"math500": 500, "amc23": 40, "olympiadbench": 675, "aime24_qwen": 30, "gsm8k_qwen": 1319}
 SEEDS = {"math500": 1, "amc23": 5, "olympiadbench": 1, "aime24_qwen": 5, "gsm8k_qwen": 1}
-STAT_METRICS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helper_steps", "early_exits",
+STAT_METRICS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helper_steps", "shared_steps", "early_exits",
                 "early_exit_entropy", "early_exit_gzip", "degenerated")
 
 # Gold answers that the grader cannot match even against themselves, boxed: (mode, task, doc_id) -> why.
