@@ -50,7 +50,7 @@ def task_functions(benchmark):
 
         return grading.parse_gold(doc, benchmark)
 
-    def process_results(doc, results):
-        return seed_metrics.score_responses(doc, results, benchmark=benchmark)
+    def process_results(doc, results, plan=None):
+        return seed_metrics.score_responses(doc, results, benchmark=benchmark, plan=plan)
 
     return load_dataset, gold, process_results
