@@ -40,8 +40,8 @@ class Cell:
     task_version: object
     config_sha256: str
     n_samples: int
-    # pass@k and maj@k of the chosen metric ((kind, k) -> value) of a cell of one run; empty when several runs
-    # are pooled (each run's statistics are over its own repeats)
+    # pass@k and maj@k of a cell of one run (metric -> {(kind, k) -> value}); empty when several runs are
+    # pooled (each run's statistics are over its own repeats)
     over_repeats: dict = field(default_factory=dict)
 
     @property

@@ -39,7 +39,7 @@ from kvrescue_eval.run_record import RecordError, RunRecord
 from kvrescue_eval.stats import STAT_KEYS
 
 # Accuracy metrics of our math tasks, read beside the chosen one when a task reports them.
-ACCURACY_METRICS = ("exact_match_boxed", "exact_match", "exact_match_strict")
+ACCURACY_METRICS = ("exact_match_boxed", "exact_match", "exact_match_strict", "exact_match_math_verify")
 ENGINE_STATS = STAT_KEYS + ("degenerated",)
 _DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 _STOCK_MODEL_KEYS = ("pretrained", "model", "path", "engine")
@@ -94,8 +94,8 @@ class TaskResult:
     accuracy: SeedSummary  # the chosen metric
     metrics: dict          # every accuracy metric the task reports (the chosen one too) -> SeedSummary
     stats: dict            # engine statistic -> mean per sample; empty for stock models
-    # statistics over repeats of `metric` the task reports (kvrescue_eval/repeat_statistics.py):
-    # ("pass" | "maj", k) -> mean over problems
+    # statistics over repeats the task reports (kvrescue_eval/repeat_statistics.py), of each metric in
+    # `metrics`: metric -> {("pass" | "maj", k): mean over problems}
     over_repeats: dict = field(default_factory=dict)
 
 
@@ -253,7 +253,7 @@ def _read_task(data, task, metrics, metric, path):
     task_config = (data.get("configs") or {}).get(task, {})
     generation = ((data.get("config") or {}).get("kvrescue") or {}).get("generation") or {}
     return TaskResult(task=task, benchmark=benchmark_of_task(task), metric=metric,
-                      over_repeats=statistics_over_repeats(metrics, metric, flt, repeats),
+                      over_repeats={name: statistics_over_repeats(metrics, name, flt, repeats) for name in names},
                       generation=canonical(generation[task]) if isinstance(generation, dict) and task in generation
                       else None,
                       version=(data.get("versions") or {}).get(task), config_sha256=config_sha256(task_config),

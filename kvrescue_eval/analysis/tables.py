@@ -113,14 +113,15 @@ def repeats_table(cells, metric):
     """Statistics over repeats of every cell with several: avg@K ± spread (the mean pass@1 over the K repeats,
     population std over repeats), its standard error over problems, pass@k and maj@k of the chosen metric."""
     cells = [cell for cell in cells if cell.accuracy.count > 1]
-    ks = sorted({key for cell in cells for key in cell.over_repeats}, key=lambda key: (KINDS.index(key[0]), key[1]))
+    ks = sorted({key for cell in cells for key in cell.over_repeats.get(cell.metric, {})},
+                key=lambda key: (KINDS.index(key[0]), key[1]))
     stat_columns = tuple(f"{kind}@{k}" for kind, k in ks)
     rows = []
     for cell in cells:
         row = setting_fields(cell.setting)
         row.update(benchmark=cell.benchmark, problems=cell.n_samples, repeats=cell.accuracy.count,
                    avg=(cell.accuracy.mean, cell.accuracy.std), avg_stderr=cell.accuracy.stderr)
-        row.update({f"{kind}@{k}": cell.over_repeats.get((kind, k)) for kind, k in ks})
+        row.update({f"{kind}@{k}": cell.over_repeats.get(cell.metric, {}).get((kind, k)) for kind, k in ks})
         rows.append(row)
     columns = SETTING_COLUMNS + ("benchmark", "problems", "repeats", "avg", "avg_stderr") + stat_columns
     formats = {"avg": mean_std, "avg_stderr": percent, **{col: percent for col in stat_columns}}

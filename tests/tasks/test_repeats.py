@@ -94,10 +94,19 @@ def test_chosen_repeats_reach_results_samples_and_report(oracle_site, tmp_path):
     assert scores["exact_match_maj_at_4_stderr,none"] == pytest.approx(math.sqrt(1 / 3) / 2)
 
     out = tmp_path / "report"
-    assert main(["report", str(output), "--out", str(out), "--no-plots"]) == 0
+    assert main(["report", str(output), "--out", str(out), "--no-plots", "--submission"]) == 0
     (row,) = json.loads((out / "report.json").read_text())["tables"]["repeats"]["rows"]
     assert (row["benchmark"], row["repeats"]) == ("aime25", 4)
     assert row["avg"] == pytest.approx([10 / 16, math.sqrt(0.078125)])
     assert (row["pass@2"], row["maj@4"]) == (pytest.approx(expected["exact_match_pass_at_2"]), 0.5)
     markdown = (out / "report.md").read_text()
     assert "| aime25 | 4 | 4 | 62.5 ± 28.0 |" in markdown
+
+    (path,) = (out / "submissions").glob("*.json")
+    entry = json.loads(path.read_text())["benchmarks"]["aime25"]
+    assert entry["over_repeats"]["repeats"] == 4
+    for mode in ("boxed", "qwen"):
+        assert entry["over_repeats"][mode]["maj_at_k"] == {"1": 0.25, "2": 0.25, "4": 0.5}
+        assert entry["over_repeats"][mode]["pass_at_k"]["2"] == pytest.approx(expected["exact_match_pass_at_2"])
+    assert entry["pass_at_1"]["math_verify"]["mean"] == pytest.approx(10 / 16)
+    assert main(["leaderboard", "validate", str(path)]) == 0
