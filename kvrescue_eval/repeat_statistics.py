@@ -18,6 +18,7 @@ problems; the analysis and the leaderboard read them from the results.
   right; with no answer at all it is wrong.
 """
 
+from collections import Counter
 from dataclasses import dataclass
 from math import comb
 
@@ -34,28 +35,42 @@ def pass_at_k(n, c, k):
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
+def vote_groups(answers, equal):
+    """The group of each answer (the index of the group's first answer; None: no answer, no vote), formed in
+    seed order by the rule above. Groups form greedily in order, so those of the first k answers are these
+    restricted to them: one grouping serves every k."""
+    firsts, labels = [], []
+    for index, answer in enumerate(answers):
+        if not answer:
+            labels.append(None)
+            continue
+        label = next((f for f in firsts if answers[f] == answer or equal(answers[f], answer)), None)
+        if label is None:
+            firsts.append(label := index)
+        labels.append(label)
+    return labels
+
+
+def vote_winner(labels):
+    """Index of the winning answer given the group labels of the voting answers; None when none voted."""
+    sizes = Counter(label for label in labels if label is not None)
+    if not sizes:
+        return None
+    return max(sizes, key=lambda first: (sizes[first], -first))  # largest; on a tie the earliest
+
+
 def majority_vote(answers, equal):
     """Index of the winning answer of a vote over `answers` in seed order (an empty one abstains), by the rule
     above; None when no answer voted. `equal(a, b)` is the grader's equality of two answers."""
-    groups = []  # [index of the group's first answer, size]
-    for index, answer in enumerate(answers):
-        if not answer:
-            continue
-        group = next((g for g in groups if answers[g[0]] == answer or equal(answers[g[0]], answer)), None)
-        if group is None:
-            groups.append([index, 1])
-        else:
-            group[1] += 1
-    if not groups:
-        return None
-    return max(groups, key=lambda g: (g[1], -g[0]))[0]  # largest; on a tie the earliest
+    return vote_winner(vote_groups(answers, equal))
 
 
-def maj_at_k(answers, verdicts, k, equal):
-    """1 if the majority vote over the first k answers is right (its verdict), else 0."""
+def maj_at_k(answers, verdicts, k, equal, labels=None):
+    """1 if the majority vote over the first k answers is right (its verdict), else 0; `labels`: the answers'
+    `vote_groups`, when already known."""
     if not 1 <= k <= len(answers):
         raise ValueError(f"maj@k needs 1 <= k <= {len(answers)} repeats; got k={k}")
-    winner = majority_vote(answers[:k], equal)
+    winner = vote_winner((vote_groups(answers, equal) if labels is None else labels)[:k])
     return 0 if winner is None else int(verdicts[winner])
 
 
@@ -132,6 +147,7 @@ class RepeatPlan:
                              f"and {len(answers)} answers")
         right = sum(map(int, verdicts))
         out = {statistic_name(metric, "pass", k): pass_at_k(self.repeats, right, k) for k in self.ks}
-        out.update({statistic_name(metric, "maj", k): maj_at_k(answers, verdicts, k, equal) for k in self.ks})
+        labels = vote_groups(answers, equal)
+        out.update({statistic_name(metric, "maj", k): maj_at_k(answers, verdicts, k, equal, labels) for k in self.ks})
         out.pop(metric, None)  # pass@1 of a metric that is a pass@1: the metric itself
         return out

@@ -54,34 +54,42 @@ def score_responses(doc, results, *, benchmark, plan=None):
     """`process_results` for one doc: per-seed verdicts under both grader modes (and Math-Verify's when
     installed), the statistics over repeats of `plan` (kvrescue_eval.repeat_statistics), engine statistics."""
     (responses,) = results  # one request per doc; its filtered responses are the K repeats
-    texts = [str(response) for response in responses]
-    metrics, votes = {}, {}
-    for metric, mode in MODES.items():
-        # Each mode normalises its own way (strict keeps single letters), so extract per mode.
-        gold = grading.parse_gold(doc, benchmark, mode=mode)
-        answers = [grading.extract_answer(text, benchmark, mode=mode) for text in texts]
-        metrics[metric] = [int(grading.math_equal(answer, gold, mode=mode)) for answer in answers]
-        votes[metric] = (answers, _equal_under(mode))
-    boxed = [grading.has_boxed_answer(text) for text in texts]
-    metrics[BOXED] = [int(right and is_boxed) for right, is_boxed in zip(metrics["exact_match"], boxed)]
-    votes[BOXED] = ([a if is_boxed else None for a, is_boxed in zip(votes["exact_match"][0], boxed)],
-                    votes["exact_match"][1])
-    if grading.math_verify_available():
-        gold = grading.math_verify_gold(grading.parse_gold(doc, benchmark))
-        answers = [grading.math_verify_answer(text) for text in texts]
-        metrics[MATH_VERIFY] = [int(grading.math_verify_equal(gold, answer)) for answer in answers]
-        votes[MATH_VERIFY] = (answers, lambda a, b: grading.math_verify_equal(a, b) and grading.math_verify_equal(b, a))
+    graded = grade(doc, [str(response) for response in responses], benchmark)
+    metrics = {metric: verdicts for metric, (verdicts, _, _) in graded.items()}
     if len(responses) > 1:
-        for metric in list(metrics):
-            metrics[metric + SEED_STD_SUFFIX] = metrics[metric]
-    metrics.update(over_repeats(plan, metrics, votes))
+        metrics.update({metric + SEED_STD_SUFFIX: verdicts for metric, verdicts in list(metrics.items())})
+    metrics.update(over_repeats(plan, metrics, {metric: (answers, equal) for metric, (_, answers, equal)
+                                                in graded.items()}))
     if responses and all(map(carries_statistics, responses)):
         metrics.update(engine_statistics(responses, metrics[benchmarks.benchmark(benchmark).metric]))
     return metrics
 
 
-def _equal_under(mode):
-    return lambda a, b: grading.math_equal(a, b, mode=mode)
+def grade(doc, texts, benchmark):
+    """metric -> (per-repeat 0/1 verdicts, the answers they grade, the grader's equality of two answers)."""
+    graded = {metric: _harness(doc, texts, benchmark, mode) for metric, mode in MODES.items()}
+    verdicts, answers, equal = graded["exact_match"]
+    boxed = [grading.has_boxed_answer(text) for text in texts]
+    graded[BOXED] = ([int(right and is_boxed) for right, is_boxed in zip(verdicts, boxed)],
+                     [answer if is_boxed else None for answer, is_boxed in zip(answers, boxed)], equal)
+    if grading.math_verify_available():
+        graded[MATH_VERIFY] = _math_verify(doc, texts, benchmark)
+    return graded
+
+
+def _harness(doc, texts, benchmark, mode):
+    # Each mode normalises its own way (strict keeps single letters), so extract per mode.
+    gold = grading.parse_gold(doc, benchmark, mode=mode)
+    answers = [grading.extract_answer(text, benchmark, mode=mode) for text in texts]
+    verdicts = [int(grading.math_equal(answer, gold, mode=mode)) for answer in answers]
+    return verdicts, answers, lambda a, b: grading.math_equal(a, b, mode=mode)
+
+
+def _math_verify(doc, texts, benchmark):
+    gold = grading.math_verify_gold(grading.parse_gold(doc, benchmark))
+    answers = [grading.math_verify_answer(text) for text in texts]
+    verdicts = [int(grading.math_verify_equal(gold, answer)) for answer in answers]
+    return verdicts, answers, lambda a, b: grading.math_verify_equal(a, b) and grading.math_verify_equal(b, a)
 
 
 def over_repeats(plan, metrics, votes):

@@ -126,3 +126,20 @@ def test_a_pass_at_1_metric_keeps_its_own_name_and_values():
     assert plan.names() == ["pass_at_2", "maj_at_1", "maj_at_2"]
     assert plan.statistics("pass_at_1", [0, 1], [("a",), ("b",)], same) == {
         "pass_at_2": 1.0, "maj_at_1": 0, "maj_at_2": 0}  # the tie goes to seed 0's wrong answer
+
+
+def test_one_grouping_serves_every_k():
+    """The plan groups all K answers once; each maj@k must still be the vote of the first k answers alone, even
+    under an equality that is not transitive (numbers within 1 of each other)."""
+    import random
+
+    close = lambda a, b: abs(int(a) - int(b)) <= 1  # noqa: E731
+    rng = random.Random(0)
+    for _ in range(200):
+        answers = [rng.choice(["", "1", "2", "3", "4"]) for _ in range(8)]
+        verdicts = [int(a == "2") for a in answers]
+        plan = RepeatPlan.from_metadata({"repeats": 8, "ks": list(range(1, 9))}, default_repeats=8, metrics=["m"])
+        stats = plan.statistics("m", verdicts, answers, close)
+        for k in range(1, 9):
+            winner = majority_vote(answers[:k], close)
+            assert stats[f"m_maj_at_{k}"] == (0 if winner is None else verdicts[winner]), (answers, k)
