@@ -28,9 +28,9 @@ def test_lm_eval_lists_our_tasks_next_to_the_builtins():
                              env={**os.environ, "HF_HUB_OFFLINE": "1"}).stdout
     rows = {cells[1].strip(): cells[2].strip() for line in listing.splitlines()
             if len(cells := line.split("|")) > 3}
-    for name in [*OURS, "kvrescue_math"]:
+    for name in [*OURS, "kvrescue_math", "aime25_qwen"]:
         assert rows.get(name, "").endswith(f"{name}.yaml") and "lm_eval/tasks" not in rows[name], name
-    for builtin in ("gsm8k", "aime24", "hellaswag"):
+    for builtin in ("gsm8k", "aime24", "aime25", "hellaswag"):
         assert rows.get(builtin, "").startswith("lm_eval/tasks/"), builtin
 
 
