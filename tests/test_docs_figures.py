@@ -86,3 +86,16 @@ def test_the_thinking_long_trace_figures_are_its_results():
             f"{window['windowed_scorings']} / {window['most_steps_dropped']} |") in doc
     assert f"| wall time | {figures['seconds']:.0f} s |" in doc
     assert figures["output_tokens"] > 8192 and figures["max_cache_slots"]["base"] <= figures["budget_plus_buffer"]
+
+
+def test_the_tie_rules_figures_are_its_results_file():
+    import json
+
+    measured = json.loads((REPO / "docs" / "results" / "tie_rule_kv_recall.json").read_text())
+    before, after = measured["before"], measured["after"]
+    assert before["pass_at_1"] == after["pass_at_1"] and measured["identical_responses"] == measured["problems"]
+    assert (f"{measured['problems']} problems) {100 * after['shared_steps'] / after['steps']:.1f}% of committed steps "
+            f"are such ties") in text("metrics.md")
+    assert (f"the helper share from {100 * before['helper_steps'] / before['steps']:.1f}% to "
+            f"{100 * after['helper_steps'] / after['steps']:.1f}% with the same texts and pass@1 "
+            f"({after['pass_at_1']:.2f})") in text("metrics.md")
