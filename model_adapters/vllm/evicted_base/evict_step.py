@@ -90,17 +90,11 @@ class LayerStep:
         length = count + q_length
         keys = torch.cat([views.keys[block, :, :count], key], dim=1)[None]
         values = torch.cat([views.values[block, :, :count], value], dim=1)[None]
-        slots = torch.arange(length, device=device)
-        own = count + torch.arange(q_length, device=device)
-        causal = slots[None, :] <= own[:, None]
         valid = None
         if views.valid is not None:
             valid = torch.cat([views.valid[block, :, :count], key.new_ones(key.shape[0], q_length, dtype=torch.bool)],
                               dim=1)[None]
-            mask = causal[None, None] & valid[:, :, None, :] | (slots[None, :] == own[:, None])[None, None]
-        else:
-            mask = causal[None, None]
-        out = grouped_attention(query[None], keys, values, mask, self.scaling)[0]
+        out = self._chunk_attention(query, keys, values, count, valid)
         window = self.schedule.window
         ring = (views.queries[block] if seen_before > 0 else query.new_zeros(query.shape[0], window, query.shape[2]))
         views.queries[block] = (torch.cat([ring[:, q_length:], query], dim=1) if q_length < window
@@ -119,6 +113,22 @@ class LayerStep:
         if views.valid is not None:
             views.valid[block, :, count:length] = True
         return out, length
+
+    def _chunk_attention(self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, count: int,
+                         valid: torch.Tensor | None) -> torch.Tensor:
+        """Causal attention of a chunk's queries (q_heads, T, dim) over the `count` kept slots and the chunk.
+        A prompt (count 0, every slot valid) takes sdpa's own causal kernel: a (T, T) mask per query head
+        would be 3 GB for a 32K-token prompt with 3 query heads per KV head, and the masked kernel 3x slower."""
+        if count == 0 and valid is None:
+            return torch.nn.functional.scaled_dot_product_attention(query[None], keys, values, is_causal=True,
+                                                                    enable_gqa=True, scale=self.scaling)[0]
+        q_length, device = query.shape[1], query.device
+        slots = torch.arange(count + q_length, device=device)
+        own = count + torch.arange(q_length, device=device)
+        mask = (slots[None, :] <= own[:, None])[None, None]
+        if valid is not None:
+            mask = mask & valid[:, :, None, :] | (slots[None, :] == own[:, None])[None, None]
+        return grouped_attention(query[None], keys, values, mask, self.scaling)[0]
 
     # -- compression ----------------------------------------------------------------------------------
     def _compress(self, views: BlockViews, blocks: torch.Tensor, count: int) -> int:
