@@ -30,6 +30,16 @@ def grouped_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Ten
     return out.view(rows, heads, q_length, -1)
 
 
+def _rows(slots: torch.Tensor, blocks: list[int], block_index: torch.Tensor, width: int) -> torch.Tensor:
+    """The first `width` slots of the blocks (blocks, kv_heads, width, dim): a view where the block ids are
+    consecutive (one row always is), else a copy. Advanced indexing copied them at every step, the largest cost
+    of a decode step over 576 slots on CPU (docs/performance.md, Long contexts)."""
+    first = blocks[0]
+    if blocks == list(range(first, first + len(blocks))):
+        return slots[first:first + len(blocks), :, :width]
+    return slots[:, :, :width].index_select(0, block_index)
+
+
 class LayerStep:
     """One layer's schedule and place (`layer` of `num_layers`), applied to its blocks."""
 
@@ -55,7 +65,7 @@ class LayerStep:
         if views.valid is not None:
             views.valid[at] = True
         width = max(counts) + 1
-        keys, values = views.keys[block_index, :, :width], views.values[block_index, :, :width]
+        keys, values = _rows(views.keys, blocks, block_index, width), _rows(views.values, blocks, block_index, width)
         mask = None
         if len(set(counts)) > 1 or views.valid is not None:
             mask = (torch.arange(width, device=device)[None, :] <= count_index[:, None])[:, None, None, :]
