@@ -23,6 +23,8 @@ then decodes. The three decode one step each in turn (round robin), so load chan
 vLLM: the same weights as a checkpoint, one random prompt of `context` tokens, two engines in this process:
 the evicted base (model_adapters/vllm/evicted_base) and vLLM's own full-KV engine, stepped in turn (one engine
 step each); the prompt step is timed apart. Tokens/s = decoded tokens over the decode steps' wall time.
+`decode_s` splits the decode steps' time: in the attention layers (vLLM's kernel over the paged KV, or the
+evicted layer's whole step: append, attend, query ring, compress) and in the evicted layers' compressions.
 KV bytes: transformers, the caches' tensors after decoding; vLLM, the evicted base's state block per layer
 against the full engine's pages in use (whole blocks).
 """
@@ -147,13 +149,42 @@ def vllm_kv_bytes(engines: dict, context: int) -> dict:
     return {"evicted": evicted, "full": math.ceil(context / block) * block * per_token}
 
 
-def vllm_row(engines: dict, prompt: list[int], decode: int) -> dict:
+class AttentionTimer:
+    """Seconds spent in each engine's attention layers (the evicted layers' compressions apart): where a decode
+    step's time goes, beside the step's wall time."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    def _timed(self, key: str, function):
+        def timed(*args, **kwargs):
+            begin = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - begin
+        return timed
+
+    def install(self, name: str, llm) -> None:
+        def wrap(model):
+            for layer in model.model.layers:
+                attention = layer.self_attn.attn
+                attention.forward = self._timed(f"{name}.attention", attention.forward)
+                if hasattr(attention, "step"):       # an evicted layer
+                    attention.step._compress = self._timed(f"{name}.compress", attention.step._compress)
+        llm.apply_model(wrap)
+
+    def snapshot(self, name: str) -> dict:
+        return {part: self.seconds.get(f"{name}.{part}", 0.0) for part in ("attention", "compress")}
+
+
+def vllm_row(engines: dict, timer: AttentionTimer, prompt: list[int], decode: int) -> dict:
     """Both engines decode `decode` tokens after `prompt`, one engine step each in turn."""
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
     params = SamplingParams(temperature=0, max_tokens=decode + 1, ignore_eos=True)
-    prompt_s, decode_s, tokens, pending = {}, {}, {}, set(engines)
+    prompt_s, decode_s, tokens, pending, before = {}, {}, {}, set(engines), {}
     for name, llm in engines.items():
         llm.llm_engine.add_request(name, TokensPrompt(prompt_token_ids=list(prompt)), params)
         decode_s[name], tokens[name] = 0.0, 0
@@ -165,7 +196,7 @@ def vllm_row(engines: dict, prompt: list[int], decode: int) -> dict:
             produced = sum(len(out.outputs[0].token_ids) for out in outputs)
             if name not in prompt_s:
                 if produced:
-                    prompt_s[name] = spent
+                    prompt_s[name], before[name] = spent, timer.snapshot(name)
                 continue
             decode_s[name] += spent
             if any(out.finished for out in outputs):
@@ -173,7 +204,10 @@ def vllm_row(engines: dict, prompt: list[int], decode: int) -> dict:
                 pending.discard(name)
     if set(tokens.values()) != {decode}:
         raise RuntimeError(f"expected {decode} decoded tokens from each engine, got {tokens}")
-    return {"prompt_s": prompt_s, "tokens_per_s": {name: decode / s for name, s in decode_s.items()}}
+    split = {name: {f"{part}_s": seconds - before[name][part] for part, seconds in timer.snapshot(name).items()}
+             for name in engines}
+    return {"prompt_s": prompt_s, "tokens_per_s": {name: decode / s for name, s in decode_s.items()},
+            "decode_s": {name: dict(split[name], step_s=decode_s[name]) for name in engines}}
 
 
 def vllm_rows(model, args) -> list[dict]:
@@ -181,12 +215,14 @@ def vllm_rows(model, args) -> list[dict]:
         model.config.architectures = ["LlamaForCausalLM"]
         model.save_pretrained(folder)
         max_len = max(args.contexts) + args.buffer + 64
-        engines = vllm_engines(Path(folder), args, max_len)
-        vllm_row(engines, list(range(1, 65)), 4)                                  # warm-up
+        engines, timer = vllm_engines(Path(folder), args, max_len), AttentionTimer()
+        for name, llm in engines.items():
+            timer.install(name, llm)
+        vllm_row(engines, timer, list(range(1, 65)), 4)                                  # warm-up
         rows = []
         for context in args.contexts:
             prompt = torch.randint(3, model.config.vocab_size, (context,), generator=torch.Generator().manual_seed(context))
-            row = {"context": context, "decode_tokens": args.buffer, **vllm_row(engines, prompt.tolist(), args.buffer),
+            row = {"context": context, "decode_tokens": args.buffer, **vllm_row(engines, timer, prompt.tolist(), args.buffer),
                    "kv_bytes": vllm_kv_bytes(engines, context + args.buffer)}
             compressions = engines["evicted"].apply_model(lambda m: m.model.layers[0].self_attn.attn.compressions)[0]
             row["evicted_compressions_so_far"] = compressions
@@ -238,15 +274,21 @@ def main():
     out = cli.out or (None if quick else RESULTS)
     if out is not None:
         uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-        out.write_text(json.dumps({
-            "what": f"python benchmarks/bench_long_context.py{' --only ' + cli.only if cli.only else ''} "
-                    f"(OMP_NUM_THREADS={threads})",
-            "machine": {**machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                        "load_before": load, "uptime_after": uptime, "versions": versions()},
-            "settings": {**vars(args), "method": METHOD, "window": WINDOW,
-                         "model": "SmolLM2-135M-Instruct config, random weights, float32"},
-            "records": records}, indent=1) + "\n")
+        run = {"what": f"python benchmarks/bench_long_context.py{' --only ' + cli.only if cli.only else ''} "
+                       f"(OMP_NUM_THREADS={threads})",
+               "machine": {**machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                           "load_before": load, "uptime_after": uptime, "versions": versions()},
+               "settings": {**vars(args), "method": METHOD, "window": WINDOW,
+                            "model": "SmolLM2-135M-Instruct config, random weights, float32"}}
+        write_runs(out, {backend: dict(run, records=[r for r in records if f"_{backend}_" in r["name"]])
+                         for backend in results})
     return 0
+
+
+def write_runs(out: Path, runs: dict) -> None:
+    """The file holds the latest run of each backend (`--only` replaces that backend's run, keeps the other)."""
+    kept = json.loads(out.read_text()) if out.exists() else {}
+    out.write_text(json.dumps({**kept, **runs}, indent=1) + "\n")
 
 
 def versions() -> dict:

@@ -18,7 +18,7 @@ def test_quick_run_reports_each_context_with_the_kv_bytes_of_its_definition(tmp_
     run = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--only", "transformers", "--out", str(out)],
                          capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    result = json.loads(out.read_text())
+    result = json.loads(out.read_text())["transformers"]
     assert result["machine"]["torch_threads"] == 1 and "load average" in result["machine"]["uptime_after"]
     records = {r["name"]: r for r in result["records"]}
     assert sorted(records) == sorted(f"long_context_transformers_speedup_{c}" for c in CONTEXTS)
