@@ -105,7 +105,7 @@ def cache_bytes(cache) -> int:
     return sum(t.numel() * t.element_size() for layer in cache.layers for t in (layer.keys, layer.values))
 
 
-def transformers_rows(model, args) -> list[dict]:
+def transformers_rows(model, args, saved) -> list[dict]:
     rows = []
     for context in args.contexts:
         states = transformers_states(model, context, args)
@@ -120,6 +120,7 @@ def transformers_rows(model, args) -> list[dict]:
                      "tokens_per_s": {name: args.buffer / s for name, s in seconds.items()},
                      "kv_bytes": {name: cache_bytes(cache) for name, cache in states.items()}})
         print(json.dumps(rows[-1]), flush=True)
+        saved(rows)
         del states
     return rows
 
@@ -210,7 +211,7 @@ def vllm_row(engines: dict, timer: AttentionTimer, prompt: list[int], decode: in
             "decode_s": {name: dict(split[name], step_s=decode_s[name]) for name in engines}}
 
 
-def vllm_rows(model, args) -> list[dict]:
+def vllm_rows(model, args, saved) -> list[dict]:
     with tempfile.TemporaryDirectory() as folder:
         model.config.architectures = ["LlamaForCausalLM"]
         model.save_pretrained(folder)
@@ -228,6 +229,7 @@ def vllm_rows(model, args) -> list[dict]:
             row["evicted_compressions_so_far"] = compressions
             rows.append(row)
             print(json.dumps(row), flush=True)
+            saved(rows)
         del engines
     return rows
 
@@ -248,8 +250,12 @@ def main():
     parser.add_argument("--quick", action="store_true", help="smoke run: contexts 512 and 1024, 2 layers")
     parser.add_argument("--only", choices=["transformers", "vllm"], help="one backend")
     parser.add_argument("--contexts", type=int, nargs="+", help="context lengths (default 4K to 32K; --quick: 512 1024)")
+    parser.add_argument("--table", action="store_true", help="print the results file as docs/performance.md's table")
     parser.add_argument("--out", type=Path, default=None, help=f"results file (default {RESULTS.name}, not in --quick)")
     cli = parser.parse_args()
+    if cli.table:
+        print(markdown_table(json.loads((cli.out or RESULTS).read_text())))
+        return 0
     quick = cli.quick or os.environ.get("KVRESCUE_BENCH_QUICK") == "1"
     args = argparse.Namespace(**(QUICK if quick else FULL))
     args.contexts = cli.contexts or args.contexts
@@ -257,32 +263,56 @@ def main():
     load = os.getloadavg()
     print(f"threads={threads} load={load} {vars(args)}", flush=True)
     model = build_model(args.layers, max(args.contexts) + 2 * args.buffer + 64)
-    results = {}
-    if cli.only in (None, "transformers"):
-        results["transformers"] = transformers_rows(model, args)
-    if cli.only in (None, "vllm"):
-        results["vllm"] = vllm_rows(model, args)
-    records = []
-    for backend, rows in results.items():
-        full = "full" if backend == "vllm" else "full_ours"
-        for row in rows:
-            row["predicted"] = predicted(model, args, row["context"])
-            rates = row["tokens_per_s"]
-            records.append(record(f"long_context_{backend}_speedup_{row['context']}", rates["evicted"] / rates[full],
-                                  "x", detail=dict(row, baseline=full)))
-    show(records)
     out = cli.out or (None if quick else RESULTS)
-    if out is not None:
-        uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-        run = {"what": f"python benchmarks/bench_long_context.py{' --only ' + cli.only if cli.only else ''} "
-                       f"(OMP_NUM_THREADS={threads})",
-               "machine": {**machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                           "load_before": load, "uptime_after": uptime, "versions": versions()},
-               "settings": {**vars(args), "method": METHOD, "window": WINDOW,
-                            "model": "SmolLM2-135M-Instruct config, random weights, float32"}}
-        write_runs(out, {backend: dict(run, records=[r for r in records if f"_{backend}_" in r["name"]])
-                         for backend in results})
+    run = {"what": f"python benchmarks/bench_long_context.py{' --only ' + cli.only if cli.only else ''}"
+                   f"{' --contexts ' + ' '.join(map(str, cli.contexts)) if cli.contexts else ''} (OMP_NUM_THREADS={threads})",
+           "settings": {**vars(args), "method": METHOD, "window": WINDOW,
+                        "model": "SmolLM2-135M-Instruct config, random weights, float32"}}
+    records = {}
+
+    def saved(backend: str, complete: bool = False):
+        """Records of `backend`'s rows so far, written after every context (a run cut short keeps its rows)."""
+        def save(rows):
+            records[backend] = [backend_record(model, args, backend, row) for row in rows]
+            if out is not None:
+                uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+                machine_now = {**machine(), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                               "load_before": load, "uptime_after": uptime, "versions": versions()}
+                write_runs(out, {backend: dict(run, machine=machine_now, complete=complete, records=records[backend])})
+        return save
+
+    for backend, measure in (("transformers", transformers_rows), ("vllm", vllm_rows)):
+        if cli.only in (None, backend):
+            rows = measure(model, args, saved(backend))
+            saved(backend, complete=True)(rows)
+    show([rec for recs in records.values() for rec in recs])
     return 0
+
+
+def backend_record(model, args, backend: str, row: dict) -> dict:
+    full = "full" if backend == "vllm" else "full_ours"
+    rates = row["tokens_per_s"]
+    return record(f"long_context_{backend}_speedup_{row['context']}", rates["evicted"] / rates[full], "x",
+                  detail=dict(row, baseline=full, predicted=predicted(model, args, row["context"])))
+
+
+def markdown_table(runs: dict) -> str:
+    """docs/performance.md's table of a results file (both backends' runs)."""
+    by_context = {}
+    for backend, run in runs.items():
+        for rec in run["records"]:
+            by_context.setdefault(rec["detail"]["context"], {})[backend] = rec["detail"]
+    lines = ["| context | App. D: FLOPs full / evicted | transformers tokens/s: evicted / full KV (stock `DynamicCache`) "
+             "| vLLM tokens/s: evicted / full KV | base KV on vLLM: full / evicted |", "|---|---|---|---|---|"]
+    for context, rows in sorted(by_context.items()):
+        hf, vllm = rows["transformers"], rows["vllm"]
+        t, v, kv = hf["tokens_per_s"], vllm["tokens_per_s"], vllm["kv_bytes"]
+        lines.append(f"| {context:,} | {hf['predicted']['flops_full_over_evicted']:.2f}x "
+                     f"| {t['evicted']:.1f} / {t['full_ours']:.1f} = **{t['evicted'] / t['full_ours']:.2f}x** "
+                     f"({t['full']:.1f}: {t['evicted'] / t['full']:.2f}x) "
+                     f"| {v['evicted']:.1f} / {v['full']:.1f} = **{v['evicted'] / v['full']:.2f}x** "
+                     f"| {kv['full'] / 1e6:.1f} / {kv['evicted'] / 1e6:.1f} MB ({kv['full'] / kv['evicted']:.1f}x) |")
+    return "\n".join(lines)
 
 
 def write_runs(out: Path, runs: dict) -> None:

@@ -69,3 +69,22 @@ def test_the_testbed_report_tables_in_the_docs_are_their_file():
     doc = (REPO / "docs" / "testbed.md").read_text()
     shown = doc.split("<!-- testbed report: begin -->\n")[1].split("\n<!-- testbed report: end -->")[0]
     assert shown == (REPO / "docs" / "results" / "testbed_report.md").read_text().rstrip()
+
+
+def test_the_long_context_table_is_its_results_file():
+    """docs/performance.md's long-context table is bench_long_context.py's rendering of its results file, and
+    the file's runs are the committed settings: every context past the predicted crossover, one thread."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_long_context import markdown_table
+
+    runs = json.loads((REPO / "benchmarks" / "results" / "long_context.json").read_text())
+    doc = (REPO / "docs" / "performance.md").read_text()
+    shown = doc.split("<!-- long context: begin -->\n")[1].split("\n<!-- long context: end -->")[0]
+    assert shown == markdown_table(runs)
+    for run in runs.values():
+        settings = run["settings"]
+        assert settings["contexts"] == [4096, 8192, 16384, 32768] and run["machine"]["torch_threads"] == 1
+        assert min(settings["contexts"]) > (1 + PAPER_ALPHA) * (settings["budget"] + settings["buffer"])
