@@ -305,13 +305,20 @@ def markdown_table(runs: dict) -> str:
     lines = ["| context | App. D: FLOPs full / evicted | transformers tokens/s: evicted / full KV (stock `DynamicCache`) "
              "| vLLM tokens/s: evicted / full KV | base KV on vLLM: full / evicted |", "|---|---|---|---|---|"]
     for context, rows in sorted(by_context.items()):
-        hf, vllm = rows["transformers"], rows["vllm"]
-        t, v, kv = hf["tokens_per_s"], vllm["tokens_per_s"], vllm["kv_bytes"]
-        lines.append(f"| {context:,} | {hf['predicted']['flops_full_over_evicted']:.2f}x "
-                     f"| {t['evicted']:.1f} / {t['full_ours']:.1f} = **{t['evicted'] / t['full_ours']:.2f}x** "
-                     f"({t['full']:.1f}: {t['evicted'] / t['full']:.2f}x) "
-                     f"| {v['evicted']:.1f} / {v['full']:.1f} = **{v['evicted'] / v['full']:.2f}x** "
-                     f"| {kv['full'] / 1e6:.1f} / {kv['evicted'] / 1e6:.1f} MB ({kv['full'] / kv['evicted']:.1f}x) |")
+        cells = [f"{context:,}", f"{next(iter(rows.values()))['predicted']['flops_full_over_evicted']:.2f}x"]
+        if "transformers" in rows:
+            t = rows["transformers"]["tokens_per_s"]
+            cells.append(f"{t['evicted']:.1f} / {t['full_ours']:.1f} = **{t['evicted'] / t['full_ours']:.2f}x** "
+                         f"({t['full']:.1f}: {t['evicted'] / t['full']:.2f}x)")
+        else:
+            cells.append("not measured")
+        if "vllm" in rows:
+            v, kv = rows["vllm"]["tokens_per_s"], rows["vllm"]["kv_bytes"]
+            cells += [f"{v['evicted']:.1f} / {v['full']:.1f} = **{v['evicted'] / v['full']:.2f}x**",
+                      f"{kv['full'] / 1e6:.1f} / {kv['evicted'] / 1e6:.1f} MB ({kv['full'] / kv['evicted']:.1f}x)"]
+        else:
+            cells += ["not measured", "-"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -88,3 +88,24 @@ def test_the_long_context_table_is_its_results_file():
         settings = run["settings"]
         assert settings["contexts"] == [4096, 8192, 16384, 32768] and run["machine"]["torch_threads"] == 1
         assert min(settings["contexts"]) > (1 + PAPER_ALPHA) * (settings["budget"] + settings["buffer"])
+
+
+def test_the_long_context_prose_quotes_the_vllm_split_of_its_results_file():
+    import json
+
+    vllm = json.loads((REPO / "benchmarks" / "results" / "long_context.json").read_text())["vllm"]
+    rows = {rec["detail"]["context"]: rec["detail"] for rec in vllm["records"]}
+    doc = text("performance.md")
+    at_4k, at_16k = rows[4096]["decode_s"], rows[16384]["decode_s"]
+
+    def rest(split):
+        return split["step_s"] - split["attention_s"]
+
+    assert (f"took {at_4k['evicted']['attention_s']:.2f} s of the 128 tokens against vLLM's kernel's "
+            f"{at_4k['full']['attention_s']:.2f} s over 4K slots, and compressions {at_4k['evicted']['compress_s']:.2f} s"
+            ) in doc
+    assert f"took {rest(at_4k['evicted']):.2f} s against {rest(at_4k['full']):.2f} s" in doc
+    assert (f"(16K: attention {at_16k['evicted']['attention_s']:.2f} s against {at_16k['full']['attention_s']:.2f} s)"
+            in doc)
+    prompt = rows[16384]["prompt_s"]
+    assert f"took {prompt['evicted']:.0f} s at 16K against {prompt['full']:.0f} s for full KV" in doc
