@@ -105,7 +105,11 @@ def test_the_long_context_prose_quotes_the_vllm_split_of_its_results_file():
             f"{at_4k['full']['attention_s']:.2f} s over 4K slots, and compressions {at_4k['evicted']['compress_s']:.2f} s"
             ) in doc
     assert f"took {rest(at_4k['evicted']):.2f} s against {rest(at_4k['full']):.2f} s" in doc
-    assert (f"(16K: attention {at_16k['evicted']['attention_s']:.2f} s against {at_16k['full']['attention_s']:.2f} s)"
-            in doc)
-    prompt = rows[16384]["prompt_s"]
-    assert f"took {prompt['evicted']:.0f} s at 16K against {prompt['full']:.0f} s for full KV" in doc
+    at_32k = rows[32768]["decode_s"]
+    assert (f"(16K: attention {at_16k['evicted']['attention_s']:.2f} s against {at_16k['full']['attention_s']:.2f} s; "
+            f"32K: {at_32k['evicted']['attention_s']:.2f} s against {at_32k['full']['attention_s']:.2f} s)") in doc
+    assert f"from {rest(at_16k['evicted']) - rest(at_16k['full']):+.1f} s at 16K to " \
+           f"{rest(at_32k['evicted']) - rest(at_32k['full']):+.1f} s at 32K" in doc
+    prompt, prompt_32k = rows[16384]["prompt_s"], rows[32768]["prompt_s"]
+    assert (f"took {prompt['evicted']:.0f} s at 16K against {prompt['full']:.0f} s for full KV, "
+            f"{prompt_32k['evicted']:.0f} s at 32K against {prompt_32k['full']:.0f} s.") in doc
