@@ -14,6 +14,9 @@ from kvrescue_eval.engine.scoring import ScoreRequest
 
 from ..vllm.engine import VLLM_CALL
 from .qwen_prm import QwenPRMScorer, resolve_checkpoint, step_tag_id
+from .qwen_prm_model import decoder_type
+
+VLLM_DECODERS = ("qwen2",)  # vLLM 0.32 serves the layout as `Qwen2ForProcessRewardModel` only
 
 
 class VLLMQwenPRMScorer(QwenPRMScorer):
@@ -48,6 +51,9 @@ def load_vllm_qwen_prm(path: str, prm_window: int = 0, **engine_kwargs) -> VLLMQ
     from ..vllm.engine import start_llm
 
     folder = resolve_checkpoint(path)
+    if (decoder := decoder_type(folder)) not in VLLM_DECODERS:
+        raise ValueError(f"{folder}: vLLM serves the Qwen2.5-Math-PRM layout on decoders of model_type "
+                         f"{', '.join(VLLM_DECODERS)} only; this PRM's is {decoder!r}: score with prm_backend=hf")
     tokenizer = AutoTokenizer.from_pretrained(folder)
     llm = start_llm(str(folder), runner="pooling", enable_prefix_caching=False,
                     pooler_config=PoolerConfig(step_tag_id=step_tag_id(tokenizer)), **engine_kwargs)

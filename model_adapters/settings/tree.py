@@ -29,7 +29,7 @@ from kvrescue_eval.detector import DetectorConfig
 from kvrescue_eval.engine.config import MODES, EngineConfig
 from kvrescue_eval.engine.sampling import SamplingParams
 
-from ..backends import BACKENDS, backend_class, did_you_mean
+from ..backends import BACKENDS, backend_class, did_you_mean, option_prefix
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 OVERLAP = ("auto", "on", "off")
@@ -136,7 +136,7 @@ class Settings:
             backend_class(backend).check(role, self)
         self._check_device_map()
         for name, options in self.backend_options.items():
-            given = [f"{name}_{f.name}" for f in fields(options) if getattr(options, f.name) != f.default]
+            given = [f"{option_prefix(name)}{f.name}" for f in fields(options) if getattr(options, f.name) != f.default]
             if given and name not in self.used_backends:
                 title = backend_class(name).title
                 raise ValueError(f"model_arg(s) {given} set {title} engine settings but no role runs on {title}; "
@@ -151,9 +151,10 @@ class Settings:
         backend = backend_class(self.backends[role])
         if not backend.device_map:
             placing = " or ".join(f"{role}_backend={name}" for name in BACKENDS if backend_class(name).device_map)
+            spread = f" ({backend.spread})" if backend.spread else ""
             raise ValueError(f"model_arg device_map={self.device_map!r} cannot place the {role} on "
-                             f"{role}_backend={self.backends[role]}: {backend.title} places its models itself "
-                             f"({backend.spread}); drop device_map, or set {placing} for accelerate's placement")
+                             f"{role}_backend={self.backends[role]}: {backend.title} places its models itself"
+                             f"{spread}; drop device_map, or set {placing} for accelerate's placement")
 
     def require_libraries(self) -> None:
         """An ImportError with the install lines for the first backend whose library is absent. Called after the
@@ -211,8 +212,11 @@ class Settings:
         return any(backend_class(name).beside for name in self.used_backends)
 
     @property
-    def uses_vllm(self) -> bool:
-        return "vllm" in self.used_backends
+    def libraries(self) -> list:
+        """The libraries of the backends this run uses, for the version check at the model's start."""
+        from ..backends import libraries
+
+        return libraries(self.used_backends)
 
 
 def plain(value):

@@ -1,5 +1,5 @@
 """The evicted base policy on vLLM from model_args: `base_backend=vllm` in the modes whose base evicts
-(rescue, bon). Reads the checkpoint's model type (Qwen2 and Llama are served) and the eviction settings
+(rescue, bon). Reads the checkpoint's model type (Qwen2, Qwen3 and Llama are served) and the eviction settings
 (`evictor` with its options, `budget`, `buffer`, `window`), refuses what breaks the state semantics before
 anything loads (engine_args.py), then starts the engine in this process."""
 
