@@ -34,6 +34,7 @@ from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.model_identity import model_identity
 from kvrescue_eval.analysis.seeds import SeedSummary
 from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.model_args_text import split_model_args
 from kvrescue_eval.run_record import RecordError, RunRecord
 from kvrescue_eval.stats import STAT_KEYS
 
@@ -212,16 +213,9 @@ def canonical(value):
     return json.dumps(value, sort_keys=True)
 
 
-def model_args_pairs(args):
-    """lm-eval's recorded model_args (a dict, or the command line's "k=v,k=v") as a dict."""
-    if isinstance(args, str):
-        return dict(part.split("=", 1) for part in args.split(",") if "=" in part)
-    return dict(args) if isinstance(args, dict) else {}
-
-
 def _stock_model_name(config, path):
     args = config.get("model_args")
-    pairs = model_args_pairs(args)
+    pairs = split_model_args(args)
     for key in _STOCK_MODEL_KEYS:
         if pairs.get(key):
             return str(pairs[key])

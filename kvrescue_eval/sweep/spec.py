@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
+from kvrescue_eval.model_args_text import value_text
+
 PAPER = "paper.yaml"
 TOP_LEVEL = ("name", "output", "tasks", "limit", "recovery_arms")
 
@@ -117,15 +119,10 @@ def _validate(document, source):
 
 
 def _check_model_arg(source, where, value):
-    text = lm_eval_text(value)
+    text = value_text(value)
     if "," in text or "=" in text:
         raise SpecError(source, where, f"{text!r}: a model_arg value cannot hold ',' or '=' (lm_eval's "
                                        "--model_args k=v,k=v format)")
-
-
-def lm_eval_text(value):
-    """A value as lm_eval's command line spells it (YAML's true is lm-eval's `True`)."""
-    return str(value) if not isinstance(value, bool) else ("True" if value else "False")
 
 
 def _key_values(text, option, source):
@@ -145,7 +142,7 @@ def _blocks(document):
 def _restrict(document, restriction, source):
     """KEY=V1,V2: only the arms whose KEY is one of these values (blocks left with none are dropped)."""
     key, values = _key_values(restriction, "--only", source)
-    wanted = {lm_eval_text(v) for v in values}
+    wanted = {value_text(v) for v in values}
     blocks = _blocks(document)
     if not any(key in block for block in blocks):
         raise SpecError(source, f"--only {restriction}", f"no block of the grid has {key!r} (keys: "
@@ -155,10 +152,10 @@ def _restrict(document, restriction, source):
         if key not in block:
             kept.append(block)
         elif isinstance(block[key], list):
-            block[key] = [v for v in block[key] if lm_eval_text(v) in wanted]
+            block[key] = [v for v in block[key] if value_text(v) in wanted]
             if block[key]:
                 kept.append(block)
-        elif lm_eval_text(block[key]) in wanted:
+        elif value_text(block[key]) in wanted:
             kept.append(block)
     if not kept:
         raise SpecError(source, f"--only {restriction}", "no arm of the grid is left")
