@@ -39,7 +39,8 @@ from kvrescue_eval.run_record import RecordError, RunRecord
 from kvrescue_eval.stats import STAT_KEYS
 
 # Accuracy metrics of our math tasks, read beside the chosen one when a task reports them.
-ACCURACY_METRICS = ("exact_match_boxed", "exact_match", "exact_match_strict")
+# the testbed's step_accuracy too: the share of a trajectory's steps that are right (tasks/kv_recall)
+ACCURACY_METRICS = ("exact_match_boxed", "exact_match", "exact_match_strict", "step_accuracy")
 ENGINE_STATS = STAT_KEYS + ("degenerated",)
 _DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 _STOCK_MODEL_KEYS = ("pretrained", "model", "path", "engine")

@@ -6,7 +6,9 @@
     model_args: {preset: recall-cpu}
     grid: {mode: [rescue, bon], budget: [16, 32], seed: [0, 1]}
 
-`paper.yaml` beside this file is the paper's grid for the presets (`kvrescue-eval sweep --paper`).
+The YAML files beside this one are the specs shipped with the package, run by name (`kvrescue-eval sweep
+testbed-grid`): `paper.yaml` the paper's grid for the presets (also `--paper`), `testbed-grid.yaml` the testbed's
+calibration grid, `evictor-grid.yaml` every evictor on the testbed, `recovery-gate.yaml` the CI gate.
 """
 
 import json
@@ -41,6 +43,7 @@ class Spec:
     report: dict = field(default_factory=dict)
     check: dict | None = None
     submission: dict | None = None
+    slurm: dict = field(default_factory=dict)
 
 
 def schema():
@@ -51,12 +54,25 @@ def paper_spec_text():
     return (resources.files("kvrescue_eval.sweep") / PAPER).read_text("utf-8")
 
 
+def shipped(name):
+    """The spec shipped with the package under this name (`testbed-grid`, ...), or None."""
+    found = resources.files("kvrescue_eval.sweep") / f"{name}.yaml"
+    return found if "/" not in str(name) and not Path(name).exists() and found.is_file() else None
+
+
+def shipped_names():
+    return sorted(p.name[:-5] for p in resources.files("kvrescue_eval.sweep").iterdir() if p.name.endswith(".yaml"))
+
+
 def load(path=None, *, paper=False, overrides=(), only=(), output=None):
     """The spec of a YAML file (or the shipped paper grid), with `--set KEY=VALUE[,VALUE...]` and
     `--only KEY=VALUE[,VALUE...]` applied."""
     import yaml
 
-    source = f"the paper's grid ({PAPER})" if paper else str(path)
+    if not paper and shipped(path) is not None:
+        path, source = shipped(path), f"{path} (kvrescue_eval/sweep/{path}.yaml)"
+    else:
+        source = f"the paper's grid ({PAPER})" if paper else str(path)
     try:
         text = paper_spec_text() if paper else Path(path).read_text(encoding="utf-8")
         document = yaml.load(text, Loader=_loader())
@@ -78,14 +94,14 @@ def load(path=None, *, paper=False, overrides=(), only=(), output=None):
                 _check_model_arg(source, f"grid[{index}].{key}", item)
     for key, value in (document.get("model_args") or {}).items():
         _check_model_arg(source, f"model_args.{key}", value)
-    name = document.get("name") or ("paper" if paper else Path(path).stem)
+    name = document.get("name") or ("paper" if paper else Path(str(path)).stem)
     tasks = document["tasks"]
     return Spec(source=source, name=name, output=Path(output or document.get("output") or Path("sweeps") / name),
                 tasks=",".join(tasks) if isinstance(tasks, list) else tasks, blocks=blocks,
                 model_args=dict(document.get("model_args") or {}), limit=document.get("limit"),
                 lm_eval=dict(document.get("lm_eval") or {}), recovery_arms=document.get("recovery_arms", True),
                 report=dict(document.get("report") or {}), check=document.get("check"),
-                submission=document.get("submission"))
+                submission=document.get("submission"), slurm=dict(document.get("slurm") or {}))
 
 
 def _loader():
