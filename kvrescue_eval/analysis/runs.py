@@ -33,7 +33,7 @@ from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.model_identity import model_identity
 from kvrescue_eval.analysis.seeds import SeedSummary
-from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.run_modes import MODES
 from kvrescue_eval.model_args_text import split_model_args
 from kvrescue_eval.run_record import RecordError, RunRecord
 from kvrescue_eval.stats import STAT_KEYS

@@ -13,7 +13,7 @@ from kvrescue_eval.analysis.comparisons import average_recovery
 from kvrescue_eval.analysis.identity import mismatches
 from kvrescue_eval.analysis.recovery import recovery
 from kvrescue_eval.analysis.runs import ACCURACY_METRICS
-from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.run_modes import MODES
 
 # `variant`: what tells a setting from another with the same named fields (analysis/identity.py), else empty
 SETTING_COLUMNS = ("base", "mode", "n", "evictor", "budget", "helper", "scorer", "detector", "max_steps",

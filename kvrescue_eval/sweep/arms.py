@@ -18,7 +18,7 @@ from itertools import product
 from pathlib import Path
 
 from kvrescue_eval.analysis.missing_runs import baseline_args, eviction_args
-from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.run_modes import MODES
 from kvrescue_eval.model_args_text import join_model_args, value_text
 
 from .spec import SpecError
