@@ -13,6 +13,7 @@ import json
 import sys
 from pathlib import Path
 
+from kvrescue_eval.analysis.markdown import markdown_table
 from kvrescue_eval.analysis.recovery import recovery
 
 COLUMNS = ("evictor", "budget", "bon pass@1", "rescue pass@1", "recovery", "bon step acc.", "rescue step acc.",
@@ -24,20 +25,20 @@ def table(doc) -> str:
     full = rows[("full", None, None)]
     lines = [f"N={doc['n']}, {doc['problems']} kv_recall problems per run, full-KV base: pass@1 "
              f"{full['pass_at_1']:.3f}, step accuracy {full['step_accuracy']:.3f}; helper alone: pass@1 "
-             f"{rows[('helper', None, None)]['pass_at_1']:.3f}. {doc['machine']}", "",
-             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+             f"{rows[('helper', None, None)]['pass_at_1']:.3f}. {doc['machine']}", ""]
+    cells = []
     for (mode, evictor, budget), bon in rows.items():
         if mode != "bon":
             continue
         rescue = rows[("rescue", evictor, budget)]
         rec = recovery(rescue=rescue["pass_at_1"], bon=bon["pass_at_1"], full=full["pass_at_1"])
         step = recovery(rescue=rescue["step_accuracy"], bon=bon["step_accuracy"], full=full["step_accuracy"])
-        cells = (evictor, budget, f"{bon['pass_at_1']:.3f}", f"{rescue['pass_at_1']:.3f}",
+        row = (evictor, budget, f"{bon['pass_at_1']:.3f}", f"{rescue['pass_at_1']:.3f}",
                  "undefined" if rec is None else f"{rec:.2f}", f"{bon['step_accuracy']:.3f}",
                  f"{rescue['step_accuracy']:.3f}", "undefined" if step is None else f"{step:.2f}",
                  f"{bon['base_tokens']:.0f}", f"{rescue['base_tokens']:.0f}")
-        lines.append("| " + " | ".join(map(str, cells)) + " |")
-    return "\n".join(lines)
+        cells.append(row)
+    return "\n".join(lines + [markdown_table(COLUMNS, cells)])
 
 
 def main(argv=None):

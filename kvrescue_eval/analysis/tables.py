@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from kvrescue_eval.analysis.comparisons import average_recovery
 from kvrescue_eval.analysis.identity import mismatches
+from kvrescue_eval.analysis.markdown import markdown_table
 from kvrescue_eval.analysis.recovery import recovery
 from kvrescue_eval.analysis.runs import ACCURACY_METRICS
 from kvrescue_eval.run_modes import MODES
@@ -33,12 +34,8 @@ class Table:
         """The table in markdown; an empty table renders as nothing."""
         if not self.rows:
             return ""
-        lines = [f"### {self.title}", "", "| " + " | ".join(self.columns) + " |",
-                 "|" + "---|" * len(self.columns)]
-        for row in self.rows:
-            cells = [self.formats.get(col, _plain)(row.get(col)) for col in self.columns]
-            lines.append("| " + " | ".join(cells) + " |")
-        return "\n".join(lines) + "\n"
+        cells = [[self.formats.get(col, _plain)(row.get(col)) for col in self.columns] for row in self.rows]
+        return f"### {self.title}\n\n" + markdown_table(self.columns, cells) + "\n"
 
     def to_csv(self):
         out = io.StringIO()

@@ -13,6 +13,8 @@ import argparse
 import json
 from pathlib import Path
 
+from kvrescue_eval.analysis.markdown import markdown_table
+
 
 COLUMNS = ("N", "evictor", "budget", "run", "pass@1", "step acc.", "recovery", "steps", "base tokens",
            "helper tokens", "helper share", "degeneration", "early exits")
@@ -23,14 +25,14 @@ def fmt(value, spec):
 
 
 def grid_table(rows):
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines = []
     for r in rows:
         cells = (r["n"], r["evictor"] or "", r["budget"] or "full", r["label"], f"{r['pass_at_1']:.3f}",
                  f"{r['step_accuracy']:.3f}", fmt(r.get("recovery"), ".2f"), f"{r['steps']:.1f}",
                  f"{r['base_tokens']:.0f}", f"{r['helper_tokens']:.0f}", f"{r['helper_share']:.1%}",
                  f"{r['degeneration_rate']:.1%}", f"{r['early_exit_rate']:.1%}")
-        lines.append("| " + " | ".join(map(str, cells)) + " |")
-    return "\n".join(lines)
+        lines.append(cells)
+    return markdown_table(COLUMNS, lines)
 
 
 def oracle_table(rows):
@@ -38,7 +40,7 @@ def oracle_table(rows):
     by = {(r["label"], r["n"], r["evictor"], r["budget"]): r for r in rows}
     head = ("N", "evictor", "budget", "full", "helper alone", "bon", "oracle (bon or helper)", "oracle recovery",
             "rescue", "rescue recovery", "rescue helper share")
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = []
     for r in rows:
         if r["label"] != "bon":
             continue
@@ -47,8 +49,8 @@ def oracle_table(rows):
         cells = (*key, f"{full['pass_at_1']:.3f}", f"{helper['pass_at_1']:.3f}", f"{r['pass_at_1']:.3f}",
                  f"{r['oracle']:.3f}", fmt(r["oracle_recovery"], ".2f"), f"{rescue['pass_at_1']:.3f}",
                  fmt(rescue["recovery"], ".2f"), f"{rescue['helper_share']:.1%}")
-        lines.append("| " + " | ".join(map(str, cells)) + " |")
-    return "\n".join(lines)
+        lines.append(cells)
+    return markdown_table(head, lines)
 
 
 def render(rows):

@@ -26,12 +26,13 @@ from kvrescue_eval.sweep.spec import load
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
        "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 LIMIT = 2
-# one problem in flight, so that a resumed arm batches as an uninterrupted one; 24 steps keep bon short
+# one problem in flight, so that a resumed arm batches as an uninterrupted one; 8 steps keep every arm short (no
+# figure here depends on the answers)
 SPEC = f"""
 tasks: kv_recall
 limit: {LIMIT}
 lm_eval: {{device: cpu, log_samples: true}}
-model_args: {{preset: recall-cpu, max_problems_in_flight: 1, max_steps: 24}}
+model_args: {{preset: recall-cpu, max_problems_in_flight: 1, max_steps: 8}}
 recovery_arms: false
 grid: {{mode: [rescue, bon], budget: [16, 32]}}
 report: {{metric: pass_at_1, plots: false}}
@@ -68,6 +69,7 @@ def arm_lines(text):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # three sweeps of four arms, each job paying lm-eval's start-up
 def test_a_job_killed_midway_resumes_to_the_uninterrupted_report(spec):
     uninterrupted = spec.parent / "uninterrupted"
     run = sweep(spec, uninterrupted, "--processes", "2")
