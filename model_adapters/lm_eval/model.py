@@ -37,6 +37,7 @@ from .generation import SAMPLING, generation_of, warnings_of
 from .log_format import show_our_logs
 from .progress import Progress
 from .request_types import pending_unsupported, refusal, tasks_of
+from .response_cache import CacheRefused, refuse_sampled, store_greedy
 from .requests import CONVERSATION_MARKER, data_parallel_padding, handed_conversation, problems_of, show_model_input
 from .run_info import model_info
 from .run_journal import check_journal
@@ -54,11 +55,12 @@ class KVRescueLM(LM):
 
         try:
             self.args = parse_model_args(model_args)  # fails on bad input before loading anything,
-            check_models_present(self.args)  # on models missing here, before any hub call,
+            check_models_present(self.args)  # on models missing here, before any hub call or backend import,
+            self.args.require_libraries()  # on a backend whose library is not installed,
             require_supported_versions(vllm=self.args.uses_vllm)  # on frameworks out of range,
             device = resolve_device(self.args.device)  # on a device name torch does not know,
             check_journal(self.args)  # and on a journal=PATH that cannot be one
-        except (ValueError, ModelsNotFound, UnsupportedEnvironment, JournalError) as error:
+        except (ValueError, ImportError, ModelsNotFound, UnsupportedEnvironment, JournalError) as error:
             logger.error("%s", error)  # with its level, above lm-eval's long traceback
             raise
         from .data_parallel import DataParallel
@@ -88,8 +90,14 @@ class KVRescueLM(LM):
         """All problems, each taken from the run journal when it is there, else generated (and journaled
         as it finishes); out-of-memory errors halve the problems in flight and retry (docs/resume.md)."""
         self._refuse(pending_unsupported())
+        looked_up = [request.args for request in requests]  # lm-eval's cache keys, before show_model_input
         show_model_input(requests)
         generations = self._generations(requests)
+        try:
+            refuse_sampled(self, requests, generations)
+        except CacheRefused as error:
+            logger.error("%s", error)  # with its level, above lm-eval's long traceback
+            raise
         problems = problems_of(requests, generations)
         keys = {p.key: journal_key(p, g) for p, g in zip(problems, generations)}
         journal = self._open_journal(problems)  # refused before the models load (its identity needs none)
@@ -125,6 +133,7 @@ class KVRescueLM(LM):
                 self.totals.update({key: entry["stats"][key] for key in STAT_KEYS + ("aborted_commits",)})
                 self.finish_reasons[entry["finish_reason"]] += 1
             responses.append(TextWithStats(entry["text"], entry["stats"], entry["finish_reason"]))
+        store_greedy(self, looked_up, generations, responses)
         return responses
 
     def _generate(self, todo, on_event) -> dict:

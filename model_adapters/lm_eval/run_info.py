@@ -32,7 +32,7 @@ def run_record(lm) -> RunRecord:
         mix_lambda=getattr(e.evictor, "mix_lambda", None) if e else None,
         evictor_options=asdict(e.evictor) if e and is_dataclass(e.evictor) else None,
         scorer_options=a.scorer_options if scored else None,
-        temperature=a.sampling.temperature, top_p=a.sampling.top_p, top_k=a.sampling.top_k,
+        **sampling_used(lm),
         max_steps=a.engine.max_steps, max_step_tokens=a.engine.max_step_tokens,
         max_context=a.engine.max_context, seed=a.engine.seed, seed_source=lm.seed_source,
         max_problems_in_flight=a.engine.max_problems_in_flight, device_map=a.device_map,
@@ -41,6 +41,17 @@ def run_record(lm) -> RunRecord:
         **execution_info(lm),
         vllm_statistics=lm.components.statistics() if lm.components is not None else {},
         totals=totals, run=run_info(lm))
+
+
+def sampling_used(lm) -> dict:
+    """temperature, top_p, top_k as the run sampled: the values every task generated with (a greedy
+    `--gen_kwargs` gives temperature 0), None where tasks differed (each task's are in `generation`); the
+    model_args' when no task generated (a run answered from lm-eval's cache alone)."""
+    used = list(lm.generation.values())
+    ours = {name: getattr(lm.args.sampling, name) for name in ("temperature", "top_p", "top_k")}
+    if not used:
+        return ours
+    return {name: used[0][name] if all(r[name] == used[0][name] for r in used) else None for name in ours}
 
 
 def execution_info(lm) -> dict:

@@ -67,10 +67,15 @@ def sections() -> dict:
     return found
 
 
+def preset_of(raw: dict) -> str | None:
+    """The preset model_args ask for: theirs, else the default one when they name no model."""
+    return raw.get("preset") or (None if raw.get("base") or raw.get("helper") else DEFAULT_PRESET)
+
+
 def parse_model_args(raw: dict) -> Settings:
     """The settings of lm-eval's parsed `--model_args` (values may already be int/float/bool)."""
     raw = {k: v for k, v in raw.items() if k not in LM_EVAL_EXTRAS}
-    preset = raw.get("preset") or (None if raw.get("base") or raw.get("helper") else DEFAULT_PRESET)
+    preset = preset_of(raw)
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset={preset!r}; valid presets: {', '.join(PRESETS)}" + did_you_mean(preset, PRESETS))
     values = {**(PRESETS[preset] if preset else {}), **{k: v for k, v in raw.items() if v is not None}}

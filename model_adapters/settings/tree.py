@@ -126,8 +126,7 @@ class Settings:
                              f"{self.scorer_backend} serves {', '.join(f'scorer={s}' for s in serving) or 'none'})")
 
     def _check_backends(self) -> None:
-        """Each role's backend takes its role; options of a backend no role runs on are refused; a backend whose
-        library is absent fails here (its install lines), before anything loads."""
+        """Each role's backend takes its role; options of a backend no role runs on are refused."""
         for role, backend in self.backends.items():
             backend_class(backend).check(role, self)
         for name, options in self.backend_options.items():
@@ -136,6 +135,10 @@ class Settings:
                 title = backend_class(name).title
                 raise ValueError(f"model_arg(s) {given} set {title} engine settings but no role runs on {title}; "
                                  f"set helper_backend, prm_backend or base_backend to {name}")
+
+    def require_libraries(self) -> None:
+        """An ImportError with the install lines for the first backend whose library is absent. Called after the
+        models are found, so that a run missing both hears of its models first (their table names them all)."""
         for backend in sorted(self.used_backends):
             backend_class(backend).require()
 
