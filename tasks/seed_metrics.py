@@ -34,7 +34,7 @@ import statistics
 
 import numpy
 
-from kvrescue_eval import benchmarks
+from kvrescue_eval import benchmark_table
 from kvrescue_eval.stats import DEGENERATION_MIN_STEPS, STAT_KEYS, carries_statistics
 
 MODES = {"exact_match": "qwen", "exact_match_strict": "strict"}
@@ -60,7 +60,7 @@ def score_responses(doc, results, *, benchmark):
         for metric in (*MODES, BOXED):
             metrics[metric + SEED_STD_SUFFIX] = metrics[metric]
     if responses and all(map(carries_statistics, responses)):
-        metrics.update(engine_statistics(responses, metrics[benchmarks.benchmark(benchmark).metric]))
+        metrics.update(engine_statistics(responses, metrics[benchmark_table.benchmark(benchmark).metric]))
     return metrics
 
 

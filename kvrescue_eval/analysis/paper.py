@@ -14,7 +14,7 @@ import io
 from functools import lru_cache
 from importlib import resources
 
-from kvrescue_eval import benchmarks as benchmark_table
+from kvrescue_eval import benchmark_table
 from kvrescue_eval.analysis.recovery import recovery
 
 CITATION = "arXiv:2608.15797"
@@ -25,7 +25,7 @@ PRM = "Qwen/Qwen2.5-Math-PRM-7B"
 EVICTOR, BUFFER = "rkv", 128
 PROTOCOL = {"max_steps": 1024, "max_step_tokens": 512, "max_context": 4096}
 BENCHMARKS = ("math500", "aime24", "amc23", "gsm8k", "olympiadbench")  # the columns of its tables
-# Its protocol on them is the benchmark table's (kvrescue_eval/benchmarks.py): every problem, 5 seeds on
+# Its protocol on them is the benchmark table's (kvrescue_eval/benchmark_table.py): every problem, 5 seeds on
 # AIME24 and AMC23, one on the others.
 SEEDS = {name: benchmark_table.benchmark(name).seeds for name in BENCHMARKS}
 PROBLEMS = {name: benchmark_table.benchmark(name).problems for name in BENCHMARKS}

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvrescue_eval import benchmarks
+from kvrescue_eval import benchmark_table
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.model_identity import model_identity
@@ -147,7 +147,7 @@ def read_runs(paths, metric=None):
 def primary_metric(task, task_config):
     """The accuracy a task is judged by: its benchmark table row's metric, else the first metric of its
     `metric_list` (as lm-eval records the task's config), else None."""
-    row = benchmarks.of_task(task)
+    row = benchmark_table.of_task(task)
     if row is not None:
         return row.metric
     for entry in (task_config or {}).get("metric_list") or ():
@@ -252,7 +252,7 @@ def _read_task(data, task, metrics, metric, path):
 
 def benchmark_of_task(task):
     """The benchmark an lm-eval task runs (the benchmark table's name for it); other tasks keep their own name."""
-    row = benchmarks.of_task(task)
+    row = benchmark_table.of_task(task)
     return row.name if row else task
 
 

@@ -20,7 +20,7 @@ from kvrescue_eval.analysis import paper
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.markdown import markdown_table
-from kvrescue_eval import benchmarks as benchmark_table
+from kvrescue_eval import benchmark_table
 from kvrescue_eval.run_modes import MODES
 
 REFERENCE_NOTE = paper.NOTE
