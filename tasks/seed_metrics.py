@@ -37,7 +37,7 @@ import numpy
 from kvrescue_eval import benchmark_table
 from kvrescue_eval.stats import DEGENERATION_MIN_STEPS, STAT_KEYS, carries_statistics
 
-MODES = {"exact_match": "qwen", "exact_match_strict": "strict"}
+GRADER_MODES = {"exact_match": "qwen", "exact_match_strict": "strict"}  # metric -> grader mode
 BOXED = "exact_match_boxed"
 SEED_STD_SUFFIX = "_seed_std"
 
@@ -48,7 +48,7 @@ def score_responses(doc, results, *, benchmark):
 
     (responses,) = results  # one request per doc; its filtered responses are the K repeats
     metrics = {}
-    for metric, mode in MODES.items():
+    for metric, mode in GRADER_MODES.items():
         # Each mode normalises its own way (strict keeps single letters), so extract per mode.
         gold = grading.parse_gold(doc, benchmark, mode=mode)
         metrics[metric] = [
@@ -57,7 +57,7 @@ def score_responses(doc, results, *, benchmark):
     metrics[BOXED] = [int(right and grading.has_boxed_answer(str(response)))
                       for right, response in zip(metrics["exact_match"], responses)]
     if len(responses) > 1:
-        for metric in (*MODES, BOXED):
+        for metric in (*GRADER_MODES, BOXED):
             metrics[metric + SEED_STD_SUFFIX] = metrics[metric]
     if responses and all(map(carries_statistics, responses)):
         metrics.update(engine_statistics(responses, metrics[benchmark_table.benchmark(benchmark).metric]))

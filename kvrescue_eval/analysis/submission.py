@@ -44,14 +44,14 @@ def schema_errors(document):
     found = [("/".join(str(p) for p in error.absolute_path) or "(top level)", error.message) for error in errors]
     benchmarks = document.get("benchmarks") if isinstance(document, dict) else None
     for bench, entry in (benchmarks if isinstance(benchmarks, dict) else {}).items():
-        grader_modes = entry.get("pass_at_1") if isinstance(entry, dict) else None
-        for mode, values in (grader_modes if isinstance(grader_modes, dict) else {}).items():
+        by_grader = entry.get("pass_at_1") if isinstance(entry, dict) else None
+        for grader, values in (by_grader if isinstance(by_grader, dict) else {}).items():
             if not isinstance(values, dict):
                 continue
             seeds, mean = values.get("seeds"), values.get("mean")
             if (isinstance(seeds, list) and seeds and all(isinstance(v, (int, float)) for v in seeds)
                     and isinstance(mean, (int, float)) and abs(sum(seeds) / len(seeds) - mean) > 1e-6):
-                found.append((f"benchmarks/{bench}/pass_at_1/{mode}/mean", f"{mean} is not the mean of the seeds {seeds}"))
+                found.append((f"benchmarks/{bench}/pass_at_1/{grader}/mean", f"{mean} is not the mean of the seeds {seeds}"))
     return found
 
 
@@ -103,10 +103,10 @@ def build_submissions(analysis):
     for setting, cells in by_setting.items():
         benchmarks = {}
         for cell in cells:
-            summaries = {mode: cell.metrics.get(metric) for mode, metric in GRADER_METRICS.items()}
-            for mode, summary in summaries.items():
+            summaries = {grader: cell.metrics.get(metric) for grader, metric in GRADER_METRICS.items()}
+            for grader, summary in summaries.items():
                 if summary is None or summary.values is None:
-                    raise AnalysisInputError(cell.runs[0].path, f"samples ({GRADER_METRICS[mode]})",
+                    raise AnalysisInputError(cell.runs[0].path, f"samples ({GRADER_METRICS[grader]})",
                                              f"a submission needs the per-seed accuracies of {cell.benchmark} under "
                                              f"{', '.join(GRADER_METRICS.values())}: run one of our math tasks with "
                                              "lm_eval --log_samples and keep the samples_*.jsonl files beside the "
@@ -119,8 +119,8 @@ def build_submissions(analysis):
                 "task_config_sha256": cell.config_sha256,
                 "data_sha256": benchmark_table.data_sha256().get(cell.benchmark),
                 "num_problems": cell.n_samples,
-                "pass_at_1": {mode: {"seeds": list(s.values), "mean": s.mean, "std": s.std, "num_seeds": s.count}
-                              for mode, s in summaries.items()},
+                "pass_at_1": {grader: {"seeds": list(s.values), "mean": s.mean, "std": s.std, "num_seeds": s.count}
+                              for grader, s in summaries.items()},
                 "engine_stats": dict(cell.stats),
             }
         limits = sorted({limit for cell in cells for limit in cell.limits})
@@ -181,10 +181,10 @@ def leaderboard_rows(documents):
     return benchmarks, rows
 
 
-def _mean(grader_mode):
-    if "mean" in grader_mode:
-        return grader_mode["mean"]
-    return sum(grader_mode["seeds"]) / len(grader_mode["seeds"])
+def _mean(by_seed):
+    if "mean" in by_seed:
+        return by_seed["mean"]
+    return sum(by_seed["seeds"]) / len(by_seed["seeds"])
 
 
 def _row_cells(doc, means, benchmarks, average):
