@@ -52,3 +52,19 @@ def test_recovery_by_hand():
     assert recovery(rescue=0.5, bon=0.5, full=0.5) is None        # eviction lost nothing: undefined
     with pytest.raises(TypeError):
         recovery(0.75, 0.25, 1.0)                                  # keyword-only: no caller swaps bon and full
+
+
+def test_the_report_and_check_read_only_the_sweeps_arms_when_the_folder_holds_others(tmp_path):
+    from kvrescue_eval.sweep.summary import steps
+
+    spec = load("recovery-gate", only=["helper_backend=hf"], output=tmp_path)
+    arms = expand(spec)
+    for arm in arms:
+        arm.folder.mkdir(parents=True)
+    assert [step.argv[1] for step in steps(spec, arms)] == [str(tmp_path / "arms")] * 2
+    (tmp_path / "arms" / "rescue_scorer-sabotage-random").mkdir()   # another sweep's arm in the same folder
+    report, check = steps(spec, arms)
+    assert check.argv[:5] == ["check", *(str(arm.folder) for arm in arms)]
+    assert check.argv[5:] == ["--metric", "pass_at_1", "--gate", "testbed", "--arms-any-scorer", "--json",
+                              str(tmp_path / "report" / "check.json")]
+    assert report.argv[1:5] == [str(arm.folder) for arm in arms]
