@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import subprocess
+from pathlib import Path
 
 from . import state
 from .view import ArmProgress
@@ -61,11 +62,19 @@ def _alive(runner):
         return True  # another host's process: cannot tell from here
     try:
         os.kill(int(runner["pid"]), 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    return not _zombie(int(runner["pid"]))
+
+
+def _zombie(pid):
+    """A killed process that its parent has not reaped yet still answers signal 0 (Linux: state Z)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _progress(path, journaled):

@@ -101,8 +101,11 @@ def test_a_job_killed_midway_resumes_to_the_uninterrupted_report(spec):
     assert job != process.pid
     assert during[arms[1].name].endswith("pending")   # job 0's second arm waits for its first
     assert all(re.search(r"\s(pending|running|complete)", during[arm.name]) for arm in arms[2:]), during
-    killed = status(spec, out)
-    assert "failed: its run stopped (killed, out of time or preempted)" in killed[first.name], killed
+    deadline = time.monotonic() + 60
+    while "failed: its run stopped (killed, out of time or preempted)" not in (killed := status(spec, out))[first.name]:
+        assert time.monotonic() < deadline, killed
+        time.sleep(0.2)
+    assert killed[arms[1].name].endswith("pending")
     output, _ = process.communicate(timeout=1200)
     assert process.returncode == 1, output[-4000:]     # the killed job's arms failed, the other job's ran
     assert "FAILED" in arm_lines(output)[first.name] and "job " in arm_lines(output)[first.name], output[-4000:]
