@@ -15,7 +15,8 @@ Correctness metrics:
 
 `degenerated` (the paper's Table 2): long (>= 256 committed steps) and incorrect, where correct is the
 benchmark's primary metric (the benchmark table's: boxed and correct on the math benchmarks, as Table 2's
-accuracy), so a right answer that was not boxed counts as incorrect there too.
+accuracy), so a right answer that was not boxed counts as incorrect there too. `unfinished_thinking`: the
+response opened a think block and never closed it, so it has no answer (kvrescue_eval/grading/thinking.py).
 
 Engine statistics are reported only when every response carries them (a `TextWithStats` of the
 `kvrescue` model): stock lm-eval models report the correctness metrics alone, and lm-eval then simply
@@ -71,6 +72,9 @@ def engine_statistics(responses, verdicts):
     metrics["degenerated"] = [
         int(response.stats["steps"] >= DEGENERATION_MIN_STEPS and not correct)
         for response, correct in zip(responses, verdicts)]
+    from kvrescue_eval import grading
+
+    metrics["unfinished_thinking"] = [int(grading.unfinished_thinking(str(response))) for response in responses]
     return metrics
 
 

@@ -69,3 +69,20 @@ def test_the_testbed_report_tables_in_the_docs_are_their_file():
     doc = (REPO / "docs" / "testbed.md").read_text()
     shown = doc.split("<!-- testbed report: begin -->\n")[1].split("\n<!-- testbed report: end -->")[0]
     assert shown == (REPO / "docs" / "results" / "testbed_report.md").read_text().rstrip()
+
+
+def test_the_thinking_long_trace_figures_are_its_results():
+    """docs/thinking.md quotes benchmarks/thinking_long_trace.py's results file."""
+    import json
+
+    figures = json.loads((REPO / "docs" / "results" / "thinking_long_trace.json").read_text())
+    doc, window = text("thinking.md"), figures["scorer_statistics"]
+    assert f"| thinking mode (`config.kvrescue.thinking`) | {figures['thinking']} |" in doc
+    assert f"| trajectory (`output_tokens`) | {figures['output_tokens']:,.0f} tokens in {figures['steps']:.0f} steps |" in doc
+    assert (f"| most slots per KV head, evicted base (budget + buffer = {figures['budget_plus_buffer']}) | "
+            f"{figures['max_cache_slots']['base']} |") in doc
+    assert f"| most slots per KV head, full-KV helper | {figures['max_cache_slots']['helper']:,} |" in doc
+    assert (f"| PRM window / scoring calls it cut / most steps dropped at once | {window['prm_window']:,} tokens / "
+            f"{window['windowed_scorings']} / {window['most_steps_dropped']} |") in doc
+    assert f"| wall time | {figures['seconds']:.0f} s |" in doc
+    assert figures["output_tokens"] > 8192 and figures["max_cache_slots"]["base"] <= figures["budget_plus_buffer"]

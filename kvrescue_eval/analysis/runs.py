@@ -50,7 +50,7 @@ _STOCK_MODEL_KEYS = ("pretrained", "model", "path", "engine")
 # them (runs that differ in one are never pooled) and a comparison's arms must share those that apply to them
 # (comparisons.py). What one process did (RUN_DEPENDENT in reruns.py), the seed and the device are not in it.
 IDENTITY_FIELDS = ("prm", "scorer_options", "window", "mix_lambda", "evictor_options", "temperature", "top_p",
-                   "top_k", "detector_settings", "dtype", "backends")
+                   "top_k", "detector_settings", "dtype", "backends", "thinking")
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,9 @@ from transformers.modeling_utils import AttentionInterface
 
 IMPLEMENTATIONS = {"sdpa": "kvrescue_sdpa", "eager": "kvrescue_eager"}
 STOCK_MASKS = {"sdpa": sdpa_mask, "eager": eager_mask}
-SUPPORTED_MODEL_TYPES = ("llama", "qwen2")
+# Decoders whose attention hands the attention function post-RoPE keys (Qwen3's per-head RMSNorm of queries and
+# keys comes before RoPE, inside the model's own attention), so the cache holds the keys attention reads.
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3")
 
 _handoff = threading.local()
 

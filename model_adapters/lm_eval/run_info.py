@@ -37,9 +37,12 @@ def run_record(lm) -> RunRecord:
         max_context=a.engine.max_context, seed=a.engine.seed, seed_source=lm.seed_source,
         max_problems_in_flight=a.engine.max_problems_in_flight, device_map=a.device_map,
         data_parallel_processes=lm.world_size,
-        **detector_info(a), overlap=a.overlaps,
+        **detector_info(a), overlap=a.overlaps, thinking=a.thinking,
         **execution_info(lm),
         vllm_statistics=lm.components.statistics() if lm.components is not None else {},
+        scorer_statistics=lm.scorer.statistics() if hasattr(lm.scorer, "statistics") else {},
+        max_cache_slots={role: policy.max_cache_slots for role, policy in (("base", lm.base), ("helper", lm.helper))
+                         if hasattr(policy, "max_cache_slots")},
         totals=totals, run=run_info(lm))
 
 
@@ -75,7 +78,8 @@ def run_info(lm) -> dict:
 
     in_flight = (lm.config or lm.args.engine).max_problems_in_flight
     return {**{key: int(lm.run_stats[key]) for key in ("resumed", "generated", "oom_retries")},
-            "max_problems_in_flight": in_flight, "grader_timeouts": SANDBOX.killed}
+            "max_problems_in_flight": in_flight, "grader_timeouts": SANDBOX.killed,
+            "memory_plan": lm.memory.to_json() if getattr(lm, "memory", None) else None}
 
 
 def detector_info(args) -> dict:

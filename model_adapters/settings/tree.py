@@ -34,6 +34,7 @@ from ..backends import BACKENDS, backend_class, did_you_mean
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 OVERLAP = ("auto", "on", "off")
+THINKING = ("auto", "on", "off")
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")  # accelerate's placements over visible GPUs
 
 
@@ -75,6 +76,9 @@ class Settings:
     # (auto: on when a role runs on a backend that works beside, e.g. vLLM). Off, an all-transformers run is
     # bit-reproducible: which problems share a scorer batch never depends on thread timing.
     overlap: str = "auto"
+    # Thinking mode of base and helper (docs/thinking.md): on | off | auto (auto: on when the chat template has
+    # one, Qwen3's enable_thinking or a <think> opening); settings/thinking.py resolves it before models load.
+    thinking: str = "auto"
     # Run journal (docs/resume.md): default beside lm-eval's --output_path; "off": none. Not a result's identity.
     journal: str | None = None
     preset: str | None = None
@@ -114,6 +118,8 @@ class Settings:
             bad("device_map", ", ".join(DEVICE_MAPS) + did_you_mean(self.device_map, DEVICE_MAPS))
         if self.overlap not in OVERLAP:
             bad("overlap", ", ".join(OVERLAP))
+        if self.thinking not in THINKING:
+            bad("thinking", ", ".join(THINKING) + did_you_mean(self.thinking, THINKING))
         self._check_backends()
 
     def _check_scorer_backend(self) -> None:

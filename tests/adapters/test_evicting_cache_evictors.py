@@ -48,9 +48,10 @@ class RecordingAttention(MaskedFullAttention):
         return out
 
 
+@pytest.mark.parametrize("kind", ["qwen2", "qwen3"])
 @pytest.mark.parametrize("evictor", sorted(EVICTORS))
-def test_every_evictor_equals_its_masked_full_cache_and_stays_at_its_bound(evictor):
-    model = tiny_model("qwen2", layers=LAYERS)
+def test_every_evictor_equals_its_masked_full_cache_and_stays_at_its_bound(evictor, kind):
+    model = tiny_model(kind, layers=LAYERS)
     kv_heads, dim = model.config.num_key_value_heads, model.config.hidden_size // model.config.num_attention_heads
     reference = RecordingAttention()
     full = clone_model(model, reference.name)

@@ -1,6 +1,6 @@
 """The evicted attention layer: a vLLM `AttentionLayerBase` that owns its KV as one state block per request.
 
-It replaces `self_attn.attn` of vLLM's own Qwen2 and Llama layers (`models.py`): it receives the post-RoPE
+It replaces `self_attn.attn` of vLLM's own Qwen2, Qwen3 and Llama layers (`models.py`): it receives the post-RoPE
 q, k, v of the step's tokens (positions are vLLM's, the true token count), and for every request appends,
 attends over the slots its block keeps (causal inside a chunk), keeps the last `window` queries, and
 compresses per KV head on the schedule of `kvrescue_eval.eviction.EvictionSchedule` (`evict_step.py`).
