@@ -54,7 +54,7 @@ def gate_spec_with_sabotage(folder):
     spec["grid"] = [block for block in spec["grid"] if "helper_backend" not in block]
     spec["grid"].append({"mode": "rescue", "scorer": list(SABOTAGE)})
     path = folder / "gate-with-sabotage.yaml"
-    path.write_text(yaml.safe_dump(spec))
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))  # the gate's order of model_args: the same arms
     return path
 
 
