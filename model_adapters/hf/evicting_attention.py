@@ -132,7 +132,7 @@ def _evicting_attention(base: str):
         layer.record_chunk(q_length, attention_mask, kwargs.get("position_ids"))
         scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
         output = GROUPED[base](query, key, value, layer.slot_mask(q_length), scaling)
-        layer.after_attention(query)
+        layer.after_attention(query, module.o_proj.weight)
         return output
 
     attention.__name__ = f"{IMPLEMENTATIONS[base]}_attention"

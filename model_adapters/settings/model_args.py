@@ -13,7 +13,8 @@ Each model_arg sets one field of one object of the tree, found by name, never by
   `n_base`, `n_helper` (the engine's counts, by mode), `detector` (on | off; default: on in mode rescue only)
   and `<role>_backend` (RoleBackends).
 A value given as text is converted to its field's type. A name that nothing takes fails, with the closest one.
-Seed: `seed=S` here, else the seed of `lm_eval --seed` (its first value), see lm_eval/seed.py.
+Seed: `seed=S` here, else the seed of `lm_eval --seed` (its first value), see lm_eval/seed.py. An evictor
+that draws (a field `random_seed`: random, randomattention) draws from the run's seed unless it is given.
 """
 
 import typing
@@ -24,7 +25,7 @@ from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.run_modes import MODES
 from kvrescue_eval.engine.sampling import SamplingParams
 
-from ..backends import BACKENDS, backend_class, did_you_mean
+from ..backends import BACKENDS, backend_class, did_you_mean, option_prefix
 from .presets import DEFAULT_PRESET, PRESETS
 from .tree import RoleBackends, Settings, plain
 
@@ -63,7 +64,7 @@ def sections() -> dict:
     for name in BACKENDS:
         options = backend_class(name).options
         if options is not None:
-            found[f"backend:{name}"] = (f"{name}_", _fields(options))
+            found[f"backend:{name}"] = (option_prefix(name), _fields(options))
     return found
 
 
@@ -141,8 +142,8 @@ def _settings(given: dict, options: dict, nodes: dict) -> Settings:
     switch = top.pop("detector", None) or DETECTOR_DEFAULT[mode]
     detector = _built(DetectorConfig, given["detector"], "detector_") if switch == "on" else None
     engine = _built(EngineConfig, given["engine"], n_base=n_base, n_helper=n_helper, detector=detector)
-    eviction = _eviction(top.get("evictor", Settings.evictor), options["evictor"], given["eviction"]) \
-        if MODES[mode].evicts else None
+    eviction = _eviction(top.get("evictor", Settings.evictor), {"random_seed": engine.seed, **options["evictor"]},
+                         given["eviction"]) if MODES[mode].evicts else None
     backend_options = {node.split(":", 1)[1]: _built(option_class, given[node], nodes[node][0])
                        for node in nodes if node.startswith("backend:")
                        for option_class in [backend_class(node.split(":", 1)[1]).options]}
@@ -182,14 +183,16 @@ def _built(cls, given: dict, prefix: str = "", **derived):
 
 
 def _eviction(name: str, options: dict, values: dict):
-    """The base's EvictionSchedule with its evictor, built once from `evictor` and the evictor's options."""
-    from kvrescue_eval.eviction import EVICTORS, EvictionSchedule
+    """The base's EvictionSchedule with its evictor, built once from `evictor` and those of `options` that the
+    evictor declares (the run's `random_seed` is offered to all)."""
+    from kvrescue_eval.eviction import EVICTORS, EvictionSchedule, evictor_options
 
     if name not in EVICTORS:
         raise ValueError(f"model_arg evictor={name!r} is invalid; valid: {', '.join(sorted(EVICTORS))}"
                          + did_you_mean(name, EVICTORS))
+    declared = evictor_options(EVICTORS[name])
     try:
-        evictor = EVICTORS[name](**options)
+        evictor = EVICTORS[name](**{key: value for key, value in options.items() if key in declared})
     except (TypeError, ValueError) as error:
         raise ValueError(f"model_args of evictor={name}: {error}") from None
     schedule = {**EVICTION_FIELDS, **values}

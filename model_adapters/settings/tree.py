@@ -30,7 +30,7 @@ from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.run_modes import MODES
 from kvrescue_eval.engine.sampling import SamplingParams
 
-from ..backends import BACKENDS, backend_class, did_you_mean
+from ..backends import BACKENDS, backend_class, did_you_mean, option_prefix
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 OVERLAP = ("auto", "on", "off")
@@ -136,7 +136,7 @@ class Settings:
         for role, backend in self.backends.items():
             backend_class(backend).check(role, self)
         for name, options in self.backend_options.items():
-            given = [f"{name}_{f.name}" for f in fields(options) if getattr(options, f.name) != f.default]
+            given = [f"{option_prefix(name)}{f.name}" for f in fields(options) if getattr(options, f.name) != f.default]
             if given and name not in self.used_backends:
                 title = backend_class(name).title
                 raise ValueError(f"model_arg(s) {given} set {title} engine settings but no role runs on {title}; "
@@ -198,8 +198,11 @@ class Settings:
         return any(backend_class(name).beside for name in self.used_backends)
 
     @property
-    def uses_vllm(self) -> bool:
-        return "vllm" in self.used_backends
+    def libraries(self) -> list:
+        """The libraries of the backends this run uses, for the version check at the model's start."""
+        from ..backends import libraries
+
+        return libraries(self.used_backends)
 
 
 def plain(value):

@@ -58,9 +58,11 @@ def compressions_by_definition(prompt: int, forwards: int) -> int:
     return total
 
 
-def teacher_forced_logprobs(model, prompt: list[int], tokens: list[int], budget: int | None, method: str) -> list[float]:
+def teacher_forced_logprobs(model, prompt: list[int], tokens: list[int], budget: int | None, method) -> list[float]:
+    """`method`: a name of EVICTORS, or an evictor object (one that draws goes on with its stream)."""
     use_evicting_attention(model)
-    schedule = None if budget is None else EvictionSchedule(build_evictor(method), budget, BUFFER, WINDOW)
+    evictor = build_evictor(method) if isinstance(method, str) else method
+    schedule = None if budget is None else EvictionSchedule(evictor, budget, BUFFER, WINDOW)
     cache = EvictingCache(model.config.num_hidden_layers, schedule)
     ids, out = torch.tensor([prompt]), []
     with torch.no_grad():

@@ -1,7 +1,9 @@
 """Every registered evictor runs inside the vLLM evicted base as in the transformers evicting cache, on Qwen2 and
 Qwen3: its log-probabilities within 1e-4 of the teacher-forced transformers cache. Covers the layer's duties
-beyond R-KV and SnapKV (test_evicted_base_equality.py): per-slot state (h2o), values (criticalkv), per-layer
-budgets (pyramidkv, whose blocks differ per layer) and per-head validity (adakv).
+beyond R-KV and SnapKV (test_evicted_base_equality.py): per-slot state (h2o), values and the output projection
+(criticalkv), per-layer budgets (pyramidkv, whose blocks differ per layer), per-head validity (adakv), which slots
+hold the prompt (randomattention, whose 60-token prompt is longer than the budget and whose 12-token one is kept)
+and a stream of draws that goes on across requests (random, randomattention).
 
 Every evictor but KNorm: over 80 sampled decode tokens (at least three compressions per request), two prompts of
 which one longer than budget + buffer, through one sequence slot (the second request reuses the first one's
@@ -18,7 +20,7 @@ import torch
 from conftest import ENGINE
 from test_evicted_base_equality import VOCAB, teacher_forced_logprobs, tiny_checkpoint
 
-from kvrescue_eval.eviction import EVICTORS
+from kvrescue_eval.eviction import EVICTORS, build_evictor
 from kvrescue_eval.model_adapters.vllm.evicted_base.models import engine_overrides
 from kvrescue_eval.model_adapters.vllm.evicted_base.schedule_config import eviction_settings
 
@@ -41,11 +43,12 @@ def worst_gap_to_the_transformers_cache(folder, model_type, method, prompts, par
     outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False)
     compressions = llm.apply_model(lambda m: [layer.self_attn.attn.compressions for layer in m.model.layers])[0]
     assert min(compressions) >= min_compressions
+    evictor = build_evictor(method)   # one for both requests, as the engine's: an evictor that draws goes on drawing
     worst = 0.0
     for prompt, output in zip(prompts, outputs):
         tokens = list(output.outputs[0].token_ids)
         on_vllm = [next(iter(step.values())).logprob for step in output.outputs[0].logprobs]
-        reference = teacher_forced_logprobs(model, prompt, tokens, equality.BUDGET, method)
+        reference = teacher_forced_logprobs(model, prompt, tokens, equality.BUDGET, evictor)
         worst = max(worst, max(abs(a - b) for a, b in zip(on_vllm, reference)))
     del llm
     gc.collect()

@@ -51,11 +51,14 @@ def evict_layers(model, vllm_config) -> None:
                               head_dim=attn.head_size, dtype=dtype) for index, attn in enumerate(stock)]
     page_bytes = max(layout.nbytes() for layout in layouts)   # one page size for every layer (PyramidKV varies)
     for index, (layer, attn) in enumerate(zip(layers, stock)):
+        # o_proj's weight as constructed: vLLM loads the checkpoint into it in place, and its CPU build then
+        # replaces o_proj.weight by an empty one (the packed copy is all it keeps), so keep it where it is read
+        out_proj = layer.self_attn.o_proj.weight if schedule.reads_values else None
         name = attn.layer_name
         context.pop(name, None)
         layer.self_attn.attn = EvictedAttention(attn.num_heads, attn.head_size, attn.impl.scale, attn.num_kv_heads,
                                                 schedule=schedule, layer=index, num_layers=num_layers, prefix=name,
-                                                dtype=dtype, page_bytes=page_bytes)
+                                                dtype=dtype, page_bytes=page_bytes, out_proj=out_proj)
 
 
 def model_classes() -> dict[str, type]:
