@@ -46,9 +46,10 @@ PRESETS = {
     # replaces recall-cpu: 4-layer base that runs on inside a step where the row it copies is gone, smaller
     # helper that was never trained on 7 of the 64 codes. The step cap is 16 normal steps (a step is 4
     # tokens), as the paper's 512 is many of its steps; the detector keeps the paper's window and guard in
-    # tokens (12 after 24) and its thresholds are read from the testbed's own histograms of base candidates.
+    # tokens (12 after 24); its thresholds (3.0 nats, gzip 0.5 over 128 characters) are provisional, to be
+    # read from the testbed's histograms of base candidates (benchmarks/testbed_candidate_histograms.py) once measured.
     "recall-deep-cpu": dict(base=TESTBED + "base3", helper=TESTBED + "helper3", prm=TESTBED + "prm",
-                            scorer="qwen-prm", evictor="rkv", budget=64, buffer=16, n=4, max_steps=64,
+                            scorer="qwen-prm", evictor="rkv", budget=96, buffer=16, n=4, max_steps=64,
                             max_step_tokens=64, max_problems_in_flight=32, dtype="float32",
                             detector_entropy_threshold=3.0, detector_window=12, detector_guard=24,
                             detector_gzip_threshold=0.5, detector_gzip_chars=128),

@@ -1,6 +1,6 @@
-"""The testbed's Fig. 3: histograms of the detector's two statistics over base candidates, coherent against degenerate.
+"""The testbed's Fig. 3: histograms of the detector's two statistics over base candidates, coherent against degenerate (a measurement script: it drives the engine and the backends, a layer above the testbed).
 
-`python -m kvrescue_eval.model_adapters.testbed.candidate_histograms --preset recall-deep-cpu --json OUT.json
+`python benchmarks/testbed_candidate_histograms.py --preset recall-deep-cpu --json OUT.json
 [--png OUT.png]` runs evicted best-of-N (the preset's base, evictor and budget; the detector off, so every
 candidate runs to its end) on the test problems, records every base candidate's per-token entropies and
 text, and sorts them as the paper does: **coherent** (the step ended: step separator or EOS) or
@@ -21,8 +21,8 @@ from kvrescue_eval.detector import gzip_ratio
 from kvrescue_eval.engine.engine import Engine, Problem
 from kvrescue_eval.tasks.kv_recall.utils import conversation, read_split
 
-from ..backends import build_components
-from ..settings.model_args import parse_model_args
+from kvrescue_eval.model_adapters.backends import build_components
+from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 
 SEPARATOR = "\n\n"
 MAX_GEN_TOKS = 512  # tasks/kv_recall/kv_recall.yaml, as the lm_eval runs cap a trajectory
