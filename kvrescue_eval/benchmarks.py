@@ -41,6 +41,9 @@ TABLE = {row.name: row for row in (
               1319, "after_hashes", 1),
     Benchmark("olympiadbench", "olympiadbench", "bb8c1e38a16ea9eacb77530315a674d883f267fbff79183effc53681b4fcc416",
               675, "final_answer_first", 1),
+    # Not in the paper: AIME 2025 I and II (its `answer` is an integer such as 70.0).
+    Benchmark("aime25", "aime25_qwen", "3611f1360ce5e8bfe13bee53bff5020de005f1d18152cd594402db58a848a64e",
+              30, "answer", 5),
 )}
 
 

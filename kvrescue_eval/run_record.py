@@ -59,6 +59,7 @@ class RunRecord:
     detector: str = "on"                # "on": base candidates were screened (early exit)
     detector_settings: dict | None = None
     overlap: bool | None = None
+    thinking: str | None = None         # "on": base and helper in thinking mode (model_arg thinking, resolved)
     # where and how it generated (lm_eval/run_info.py's execution_info)
     device: str | None = None
     device_requested: str | None = None
@@ -68,6 +69,8 @@ class RunRecord:
     generation: dict | None = None      # task -> the generation kwargs used
     # what happened
     vllm_statistics: dict = _process(factory=dict)  # role -> what its backend measured (e.g. prefix-cache hits)
+    scorer_statistics: dict = _process(factory=dict)  # what the scorer reports (e.g. the PRM's window, its cuts)
+    max_cache_slots: dict = _process(factory=dict)    # role -> most KV slots per row and KV head (transformers)
     totals: dict = _process(factory=dict)           # engine statistics summed over problems, finish reasons
     run: dict = _process(factory=dict)              # resumed / generated problems, retries, grader time-outs
 

@@ -10,6 +10,8 @@ plain concatenation of the two (lm-eval puts no separator after a description). 
 can always recover the two turns exactly, every doc also carries them as `messages`.
 """
 
+import logging
+
 SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 QUESTION_FIELDS = ("question", "problem")  # the first present wins, as in the Qwen2.5-Math harness
 
@@ -43,6 +45,10 @@ def task_functions(benchmark):
     from kvrescue_eval.tasks import seed_metrics
 
     def load_dataset(**metadata):
+        from kvrescue_eval import grading
+
+        if not grading.math_verify_available():
+            logging.getLogger(__name__).warning(grading.MATH_VERIFY_ABSENT)
         return load_docs(benchmark)
 
     def gold(doc):
@@ -50,7 +56,7 @@ def task_functions(benchmark):
 
         return grading.parse_gold(doc, benchmark)
 
-    def process_results(doc, results):
-        return seed_metrics.score_responses(doc, results, benchmark=benchmark)
+    def process_results(doc, results, plan=None):
+        return seed_metrics.score_responses(doc, results, benchmark=benchmark, plan=plan)
 
     return load_dataset, gold, process_results

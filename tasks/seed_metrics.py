@@ -11,11 +11,19 @@ Correctness metrics:
   "The answer is ..." or the last number);
 - `exact_match_strict`: right under grader mode strict;
 - `exact_match_boxed`: right under mode qwen AND the answer was taken from a \\boxed{} (the paper's
-  Table 5 metric, "boxed and correct").
+  Table 5 metric, "boxed and correct");
+- `exact_match_math_verify`: right under Math-Verify (reported only where it is installed, the
+  `math-verify` extra; docs/grader.md).
+
+Statistics over repeats (kvrescue_eval/repeat_statistics.py, where they are defined): per doc,
+`<metric>_pass_at_<k>` (the unbiased pass@k) and `<metric>_maj_at_<k>` (the majority vote of the first k
+repeats; the vote's answers are those the metric grades: a boxed one only for `exact_match_boxed`), for the
+metrics and k of the task's `RepeatPlan` (tasks/repeated_sampling.py); lm-eval averages them over docs.
 
 `degenerated` (the paper's Table 2): long (>= 256 committed steps) and incorrect, where correct is the
 benchmark's primary metric (the benchmark table's: boxed and correct on the math benchmarks, as Table 2's
-accuracy), so a right answer that was not boxed counts as incorrect there too.
+accuracy), so a right answer that was not boxed counts as incorrect there too. `unfinished_thinking`: the
+response opened a think block and never closed it, so it has no answer (kvrescue_eval/grading/thinking.py).
 
 Engine statistics are reported only when every response carries them (a `TextWithStats` of the
 `kvrescue` model): stock lm-eval models report the correctness metrics alone, and lm-eval then simply
@@ -34,34 +42,68 @@ import statistics
 
 import numpy
 
-from kvrescue_eval import benchmarks
+from kvrescue_eval import benchmarks, grading
 from kvrescue_eval.stats import DEGENERATION_MIN_STEPS, STAT_KEYS, carries_statistics
 
 MODES = {"exact_match": "qwen", "exact_match_strict": "strict"}
 BOXED = "exact_match_boxed"
+MATH_VERIFY = "exact_match_math_verify"
 SEED_STD_SUFFIX = "_seed_std"
 
 
-def score_responses(doc, results, *, benchmark):
-    """`process_results` for one doc: per-seed verdicts under both grader modes, plus statistics."""
-    from kvrescue_eval import grading
-
+def score_responses(doc, results, *, benchmark, plan=None):
+    """`process_results` for one doc: per-seed verdicts under both grader modes (and Math-Verify's when
+    installed), the statistics over repeats of `plan` (kvrescue_eval.repeat_statistics), engine statistics."""
     (responses,) = results  # one request per doc; its filtered responses are the K repeats
-    metrics = {}
-    for metric, mode in MODES.items():
-        # Each mode normalises its own way (strict keeps single letters), so extract per mode.
-        gold = grading.parse_gold(doc, benchmark, mode=mode)
-        metrics[metric] = [
-            int(grading.math_equal(grading.extract_answer(str(response), benchmark, mode=mode), gold, mode=mode))
-            for response in responses]
-    metrics[BOXED] = [int(right and grading.has_boxed_answer(str(response)))
-                      for right, response in zip(metrics["exact_match"], responses)]
+    graded = grade(doc, [str(response) for response in responses], benchmark)
+    metrics = {metric: verdicts for metric, (verdicts, _, _) in graded.items()}
     if len(responses) > 1:
-        for metric in (*MODES, BOXED):
-            metrics[metric + SEED_STD_SUFFIX] = metrics[metric]
+        metrics.update({metric + SEED_STD_SUFFIX: verdicts for metric, verdicts in list(metrics.items())})
+    metrics.update(over_repeats(plan, metrics, {metric: (answers, equal) for metric, (_, answers, equal)
+                                                in graded.items()}))
     if responses and all(map(carries_statistics, responses)):
         metrics.update(engine_statistics(responses, metrics[benchmarks.benchmark(benchmark).metric]))
     return metrics
+
+
+def grade(doc, texts, benchmark):
+    """metric -> (per-repeat 0/1 verdicts, the answers they grade, the grader's equality of two answers)."""
+    graded = {metric: _harness(doc, texts, benchmark, mode) for metric, mode in MODES.items()}
+    verdicts, answers, equal = graded["exact_match"]
+    boxed = [grading.has_boxed_answer(text) for text in texts]
+    graded[BOXED] = ([int(right and is_boxed) for right, is_boxed in zip(verdicts, boxed)],
+                     [answer if is_boxed else None for answer, is_boxed in zip(answers, boxed)], equal)
+    if grading.math_verify_available():
+        graded[MATH_VERIFY] = _math_verify(doc, texts, benchmark)
+    return graded
+
+
+def _harness(doc, texts, benchmark, mode):
+    # Each mode normalises its own way (strict keeps single letters), so extract per mode.
+    gold = grading.parse_gold(doc, benchmark, mode=mode)
+    answers = [grading.extract_answer(text, benchmark, mode=mode) for text in texts]
+    verdicts = [int(grading.math_equal(answer, gold, mode=mode)) for answer in answers]
+    return verdicts, answers, lambda a, b: grading.math_equal(a, b, mode=mode)
+
+
+def _math_verify(doc, texts, benchmark):
+    gold = grading.math_verify_gold(grading.parse_gold(doc, benchmark))
+    answers = [grading.math_verify_answer(text) for text in texts]
+    verdicts = [int(grading.math_verify_equal(gold, answer)) for answer in answers]
+    return verdicts, answers, lambda a, b: grading.math_verify_equal(a, b) and grading.math_verify_equal(b, a)
+
+
+def over_repeats(plan, metrics, votes):
+    """pass@k and maj@k of one doc for every metric of `plan` the doc reports; votes[metric] is
+    (the answer of each repeat, the equality of two answers)."""
+    if plan is None:
+        return {}
+    out = {}
+    for metric in plan.metrics:
+        if metric in metrics:
+            answers, equal = votes[metric]
+            out.update(plan.statistics(metric, metrics[metric], answers, equal))
+    return out
 
 
 def engine_statistics(responses, verdicts):
@@ -71,6 +113,9 @@ def engine_statistics(responses, verdicts):
     metrics["degenerated"] = [
         int(response.stats["steps"] >= DEGENERATION_MIN_STEPS and not correct)
         for response, correct in zip(responses, verdicts)]
+    from kvrescue_eval import grading
+
+    metrics["unfinished_thinking"] = [int(grading.unfinished_thinking(str(response))) for response in responses]
     return metrics
 
 

@@ -69,3 +69,33 @@ def test_the_testbed_report_tables_in_the_docs_are_their_file():
     doc = (REPO / "docs" / "testbed.md").read_text()
     shown = doc.split("<!-- testbed report: begin -->\n")[1].split("\n<!-- testbed report: end -->")[0]
     assert shown == (REPO / "docs" / "results" / "testbed_report.md").read_text().rstrip()
+
+
+def test_the_thinking_long_trace_figures_are_its_results():
+    """docs/thinking.md quotes benchmarks/thinking_long_trace.py's results file."""
+    import json
+
+    figures = json.loads((REPO / "docs" / "results" / "thinking_long_trace.json").read_text())
+    doc, window = text("thinking.md"), figures["scorer_statistics"]
+    assert f"| thinking mode (`config.kvrescue.thinking`) | {figures['thinking']} |" in doc
+    assert f"| trajectory (`output_tokens`) | {figures['output_tokens']:,.0f} tokens in {figures['steps']:.0f} steps |" in doc
+    assert (f"| most slots per KV head, evicted base (budget + buffer = {figures['budget_plus_buffer']}) | "
+            f"{figures['max_cache_slots']['base']} |") in doc
+    assert f"| most slots per KV head, full-KV helper | {figures['max_cache_slots']['helper']:,} |" in doc
+    assert (f"| PRM window / scoring calls it cut / most steps dropped at once | {window['prm_window']:,} tokens / "
+            f"{window['windowed_scorings']} / {window['most_steps_dropped']} |") in doc
+    assert f"| wall time | {figures['seconds']:.0f} s |" in doc
+    assert figures["output_tokens"] > 8192 and figures["max_cache_slots"]["base"] <= figures["budget_plus_buffer"]
+
+
+def test_the_tie_rules_figures_are_its_results_file():
+    import json
+
+    measured = json.loads((REPO / "docs" / "results" / "tie_rule_kv_recall.json").read_text())
+    before, after = measured["before"], measured["after"]
+    assert before["pass_at_1"] == after["pass_at_1"] and measured["identical_responses"] == measured["problems"]
+    assert (f"{measured['problems']} problems) {100 * after['shared_steps'] / after['steps']:.1f}% of committed steps "
+            f"are such ties") in text("metrics.md")
+    assert (f"the helper share from {100 * before['helper_steps'] / before['steps']:.1f}% to "
+            f"{100 * after['helper_steps'] / after['steps']:.1f}% with the same texts and pass@1 "
+            f"({after['pass_at_1']:.2f})") in text("metrics.md")

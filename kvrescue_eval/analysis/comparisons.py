@@ -40,6 +40,9 @@ class Cell:
     task_version: object
     config_sha256: str
     n_samples: int
+    # pass@k and maj@k of a cell of one run (metric -> {(kind, k) -> value}); empty when several runs are
+    # pooled (each run's statistics are over its own repeats)
+    over_repeats: dict = field(default_factory=dict)
 
     @property
     def limits(self):
@@ -157,7 +160,8 @@ def build_cells(runs, superseded=None):
                    if all(name in t.metrics for t in tasks)}
         cells.append(Cell(setting, benchmark, [run for run, _ in members], tasks[0].metric,
                           pool(t.accuracy for t in tasks),
-                          metrics, stats, tasks[0].version, tasks[0].config_sha256, tasks[0].n_samples))
+                          metrics, stats, tasks[0].version, tasks[0].config_sha256, tasks[0].n_samples,
+                          tasks[0].over_repeats if len(tasks) == 1 else {}))
     cells.sort(key=lambda c: (c.setting.sort_key(), c.benchmark))
     return cells
 

@@ -3,9 +3,9 @@
 A Setting (runs.py) names the base, mode, N, evictor, budget, helper, scorer, buffer, detector and limits. Its
 `identity` adds every other recorded field that changes results (runs.IDENTITY_FIELDS: sampling, the evictor's
 window, mix_lambda and options, the PRM and the scorer's options, the detector's thresholds, the dtype, each
-role's backend) and, per task, what the task was generated with (`generation`: temperature, top-p, top-k, token
-cap, stop strings as used). Results that differ in any of it are never pooled: they are separate cells, and the
-report labels each with what tells it apart (`variant`) and says why they were not pooled.
+role's backend, the thinking mode) and, per task, what the task was generated with (`generation`: temperature,
+top-p, top-k, token cap, stop strings as used). Results that differ in any of it are never pooled: they are
+separate cells, and the report labels each with what tells it apart (`variant`) and says why they were not pooled.
 
 An arm of a comparison must share with the rescue run what applies to that arm, where both record it:
 - every arm: the sampling and the generation, and the dtype;

@@ -34,11 +34,12 @@ from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.model_identity import model_identity
 from kvrescue_eval.analysis.seeds import SeedSummary
 from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.repeat_statistics import KINDS, statistic_name
 from kvrescue_eval.run_record import RecordError, RunRecord
 from kvrescue_eval.stats import STAT_KEYS
 
 # Accuracy metrics of our math tasks, read beside the chosen one when a task reports them.
-ACCURACY_METRICS = ("exact_match_boxed", "exact_match", "exact_match_strict")
+ACCURACY_METRICS = ("exact_match_boxed", "exact_match", "exact_match_strict", "exact_match_math_verify")
 ENGINE_STATS = STAT_KEYS + ("degenerated",)
 _DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 _STOCK_MODEL_KEYS = ("pretrained", "model", "path", "engine")
@@ -48,7 +49,7 @@ _STOCK_MODEL_KEYS = ("pretrained", "model", "path", "engine")
 # them (runs that differ in one are never pooled) and a comparison's arms must share those that apply to them
 # (comparisons.py). What one process did (RUN_DEPENDENT in reruns.py), the seed and the device are not in it.
 IDENTITY_FIELDS = ("prm", "scorer_options", "window", "mix_lambda", "evictor_options", "temperature", "top_p",
-                   "top_k", "detector_settings", "dtype", "backends")
+                   "top_k", "detector_settings", "dtype", "backends", "thinking")
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,9 @@ class TaskResult:
     accuracy: SeedSummary  # the chosen metric
     metrics: dict          # every accuracy metric the task reports (the chosen one too) -> SeedSummary
     stats: dict            # engine statistic -> mean per sample; empty for stock models
+    # statistics over repeats the task reports (kvrescue_eval/repeat_statistics.py), of each metric in
+    # `metrics`: metric -> {("pass" | "maj", k): mean over problems}
+    over_repeats: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -249,10 +253,22 @@ def _read_task(data, task, metrics, metric, path):
     task_config = (data.get("configs") or {}).get(task, {})
     generation = ((data.get("config") or {}).get("kvrescue") or {}).get("generation") or {}
     return TaskResult(task=task, benchmark=benchmark_of_task(task), metric=metric,
+                      over_repeats={name: statistics_over_repeats(metrics, name, flt, repeats) for name in names},
                       generation=canonical(generation[task]) if isinstance(generation, dict) and task in generation
                       else None,
                       version=(data.get("versions") or {}).get(task), config_sha256=config_sha256(task_config),
                       n_samples=n_samples, accuracy=summaries[metric], metrics=summaries, stats=stats)
+
+
+def statistics_over_repeats(metrics, metric, flt, repeats):
+    """{(kind, k): value} of the pass@k and maj@k of `metric` that a task's results report."""
+    found = {}
+    for kind in KINDS:
+        for k in range(1, repeats + 1):
+            value = metrics.get(f"{statistic_name(metric, kind, k)},{flt}")
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                found[(kind, k)] = float(value)
+    return found
 
 
 def benchmark_of_task(task):

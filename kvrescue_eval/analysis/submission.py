@@ -26,6 +26,7 @@ REFERENCE_NOTE = paper.NOTE
 SCHEMA_VERSION = 2
 RANKED_METRIC = "boxed"
 GRADER_METRICS = {"boxed": "exact_match_boxed", "qwen": "exact_match", "strict": "exact_match_strict"}
+OPTIONAL_GRADER_METRICS = {"math_verify": "exact_match_math_verify"}  # with the math-verify extra only
 
 
 def schema():
@@ -110,6 +111,9 @@ def build_submissions(analysis):
                                              f"{', '.join(GRADER_METRICS.values())}: run one of our math tasks with "
                                              "lm_eval --log_samples and keep the samples_*.jsonl files beside the "
                                              "results file")
+            optional = {mode: cell.metrics.get(metric) for mode, metric in OPTIONAL_GRADER_METRICS.items()}
+            summaries.update({mode: summary for mode, summary in optional.items()
+                              if summary is not None and summary.values is not None})
             task = cell.runs[0].tasks
             task_name = next(name for name, t in task.items() if t.benchmark == cell.benchmark)
             benchmarks[cell.benchmark] = {
@@ -122,6 +126,8 @@ def build_submissions(analysis):
                               for mode, s in summaries.items()},
                 "engine_stats": dict(cell.stats),
             }
+            if over_repeats(cell):
+                benchmarks[cell.benchmark]["over_repeats"] = over_repeats(cell)
         limits = sorted({limit for cell in cells for limit in cell.limits})
         lm_eval_versions = {run.lm_eval_version for cell in cells for run in cell.runs}
         kvrescue = setting.max_steps is not None
@@ -141,6 +147,17 @@ def build_submissions(analysis):
         validate(document, document["name"])
         submissions.append(document)
     return submissions
+
+
+def over_repeats(cell):
+    """pass@k and maj@k per grader mode of a cell of one run with several repeats (None otherwise)."""
+    metrics = {**GRADER_METRICS, **OPTIONAL_GRADER_METRICS}
+    modes = {mode: cell.over_repeats.get(metric) for mode, metric in metrics.items() if cell.over_repeats.get(metric)}
+    if cell.accuracy.count < 2 or not modes:
+        return None
+    return {"repeats": cell.accuracy.count, **{
+        mode: {f"{kind}_at_k": {str(k): value for (name, k), value in sorted(stats.items()) if name == kind}
+               for kind in ("pass", "maj")} for mode, stats in modes.items()}}
 
 
 def file_name(document):

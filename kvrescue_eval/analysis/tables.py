@@ -13,6 +13,7 @@ from kvrescue_eval.analysis.comparisons import average_recovery
 from kvrescue_eval.analysis.identity import mismatches
 from kvrescue_eval.analysis.runs import ACCURACY_METRICS
 from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.repeat_statistics import KINDS
 
 # `variant`: what tells a setting from another with the same named fields (analysis/identity.py), else empty
 SETTING_COLUMNS = ("base", "mode", "n", "evictor", "budget", "helper", "scorer", "detector", "max_steps",
@@ -106,6 +107,28 @@ def accuracy_table(cells, metric):
     return Table("accuracy", f"pass@1 (%) per setting and benchmark: pass1 = {metric}, mean, population std "
                  f"(ddof 0) over seeds and standard error over problems (seeds of a problem together; — for "
                  f"several runs pooled); other accuracy metrics beside it", columns, rows, formats)
+
+
+def repeats_table(cells, metric):
+    """Statistics over repeats of every cell with several: avg@K ± spread (the mean pass@1 over the K repeats,
+    population std over repeats), its standard error over problems, pass@k and maj@k of the chosen metric."""
+    cells = [cell for cell in cells if cell.accuracy.count > 1]
+    ks = sorted({key for cell in cells for key in cell.over_repeats.get(cell.metric, {})},
+                key=lambda key: (KINDS.index(key[0]), key[1]))
+    stat_columns = tuple(f"{kind}@{k}" for kind, k in ks)
+    rows = []
+    for cell in cells:
+        row = setting_fields(cell.setting)
+        row.update(benchmark=cell.benchmark, problems=cell.n_samples, repeats=cell.accuracy.count,
+                   avg=(cell.accuracy.mean, cell.accuracy.std), avg_stderr=cell.accuracy.stderr)
+        row.update({f"{kind}@{k}": cell.over_repeats.get(cell.metric, {}).get((kind, k)) for kind, k in ks})
+        rows.append(row)
+    columns = SETTING_COLUMNS + ("benchmark", "problems", "repeats", "avg", "avg_stderr") + stat_columns
+    formats = {"avg": mean_std, "avg_stderr": percent, **{col: percent for col in stat_columns}}
+    return Table("repeats", f"Over repeats (%), {metric}: avg = avg@K, the mean pass@1 over the K repeats, "
+                 f"{STD_NOTE} (the spread); avg_stderr over problems; pass@k unbiased (Chen et al. 2021); maj@k "
+                 f"the majority vote of the first k repeats (— for several runs pooled or not reported)",
+                 columns, rows, formats)
 
 
 def _limit(cell):
@@ -262,17 +285,21 @@ def table2(cells, metric):
 
 
 def helper_share_table(cells):
-    """Figure 6 data: share of committed steps that came from the helper (ratio of means)."""
+    """Figure 6 data: share of committed steps that came from the helper, and share of committed steps whose
+    text the base and the helper both proposed (the tie the engine draws; ratios of means)."""
     rows = []
     for cell in cells:
         if cell.setting.mode != "rescue":
             continue
         row = setting_fields(cell.setting)
-        row.update(benchmark=cell.benchmark,
-                   helper_share=_ratio(cell.stats.get("helper_steps"), cell.stats.get("steps")))
+        steps = cell.stats.get("steps")
+        row.update(benchmark=cell.benchmark, helper_share=_ratio(cell.stats.get("helper_steps"), steps),
+                   shared_share=_ratio(cell.stats.get("shared_steps"), steps))
         rows.append(row)
-    return Table("helper_share", "Helper share of committed steps (%)",
-                 SETTING_COLUMNS + ("benchmark", "helper_share"), rows, {"helper_share": percent})
+    return Table("helper_share", "Helper share of committed steps (%), and share of committed steps whose text "
+                 "both models proposed (%; the engine draws which of them the step counts for)",
+                 SETTING_COLUMNS + ("benchmark", "helper_share", "shared_share"), rows,
+                 {"helper_share": percent, "shared_share": percent})
 
 
 def unpaired_table(unpaired):
@@ -289,5 +316,5 @@ def all_tables(analysis):
     cells, metric = analysis.cells, analysis.metric
     return [accuracy_matrix(cells, metric), accuracy_table(cells, metric), recovery_table(analysis.comparisons, metric),
             recovery_average_table(analysis.comparisons), evictor_table(analysis.comparisons, metric),
-            decode_cost_table(cells), table2(cells, metric),
+            repeats_table(cells, metric), decode_cost_table(cells), table2(cells, metric),
             ablation_table(cells, metric), helper_share_table(cells), unpaired_table(analysis.unpaired)]

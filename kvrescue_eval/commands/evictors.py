@@ -17,8 +17,8 @@ def describe(name: str, evictor_class: type) -> dict:
     doc = (evictor_class.__doc__ or "").strip()
     needs = [label for attribute, label in (("observe", "per-slot state"), ("layer_budget", "layer budgets"),
                                             ("head_width", "head budgets")) if hasattr(evictor_class, attribute)]
-    if getattr(evictor_class, "NEEDS_VALUES", False):
-        needs.append("values")
+    needs += [label for flag, label in (("NEEDS_VALUES", "values and the output projection"),
+                                        ("NEEDS_PROMPT", "prompt slots")) if getattr(evictor_class, flag, False)]
     return {"name": name, "class": evictor_class.__name__, "options": evictor_options(evictor_class),
             "reference": " ".join(doc.split("\n\n")[0].split()), "needs": needs}
 

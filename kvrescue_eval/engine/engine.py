@@ -15,8 +15,9 @@ With N_h = 0 (bon, full) and every base candidate aborted, the aborted candidate
 the abort, >= 1 token each) form the pool and are scored as usual: the problem always progresses, as
 it would without a detector, and the step counts in `stats["aborted_commits"]`.
 
-Candidates are scored in a fixed order: the base rows, then the helper rows, each in fork order; ties
-go to the first.
+Candidates are scored in a fixed order: the base rows, then the helper rows, each in fork order; a tie
+for the best score is drawn from the step's own random stream (selection.py), never decided by that order.
+A committed step whose text both models proposed counts in `stats["shared_steps"]`.
 
 Step-level policies (`StepPolicy`, e.g. the vLLM helper) and the scorer run off the critical path:
 at the start of a step the problem's proposal is queued for the policy's background worker, and a
@@ -50,6 +51,7 @@ from kvrescue_eval.engine.config import STEP_SEPARATOR, EngineConfig
 from kvrescue_eval.engine.policy import Conversation, StepCandidate, StepPolicy, StepRequest, TokenPolicy
 from kvrescue_eval.engine.sampling import stream_seed
 from kvrescue_eval.engine.scoring import ScoreRequest, StepScorer
+from kvrescue_eval.engine.selection import best_candidate, proposed_by_both
 from kvrescue_eval.stats import STAT_KEYS
 
 BASE, HELPER = "base", "helper"
@@ -228,7 +230,7 @@ class Engine:
             if state.scoring is not None and state.scoring[1].done():
                 pool, scores = state.scoring[0], state.scoring[1].result()
                 state.scoring = None
-                self._commit(state, pool[max(range(len(pool)), key=scores.__getitem__)])  # first of the best
+                self._select(state, pool, scores)
         self._dispatch()  # the proposals of the steps just begun
 
     def _start(self, index: int, problem: Problem) -> ProblemState:
@@ -318,6 +320,11 @@ class Engine:
                                    steps=[step.removesuffix(STEP_SEPARATOR) for step in state.steps],
                                    candidates=[c.step_text for c in pool], roles=[c.role for c in pool])
             state.scoring = (pool, self.workers["scorer"].submit(request))
+
+    def _select(self, state: ProblemState, pool: list[Candidate], scores: list[float]) -> None:
+        winner = best_candidate(scores, seed=self.config.seed, key=state.key, step=len(state.steps))
+        state.stats["shared_steps"] += proposed_by_both([c.step_text for c in pool], [c.role for c in pool], winner)
+        self._commit(state, pool[winner])
 
     def _commit(self, state: ProblemState, winner: Candidate) -> None:
         key, other_role = state.key, HELPER if winner.role == BASE else BASE

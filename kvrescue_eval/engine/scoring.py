@@ -39,7 +39,7 @@ def score_each_text_once(score: Callable[[Sequence[ScoreRequest]], list[list[flo
 
     A reward is a function of the text, so candidates that agree (common when N samples do) need one
     row, and they get the very same score: batch padding no longer decides between them, and the
-    engine's selection keeps the first of equals."""
+    engine draws among equals (engine/selection.py)."""
     distinct = [replace(r, candidates=list(dict.fromkeys(r.candidates)), roles=()) for r in requests]
     rewards = [dict(zip(d.candidates, s)) for d, s in zip(distinct, score(distinct))]
     return [[reward[c] for c in r.candidates] for r, reward in zip(requests, rewards)]

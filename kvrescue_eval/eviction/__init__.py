@@ -15,6 +15,7 @@ from .kept import Kept
 from .keydiff import KeyDiff
 from .knorm import KNorm
 from .pyramidkv import PyramidKV
+from .random_attention import RandomAttention
 from .random_eviction import RandomEviction
 from .redundancy import key_redundancy
 from .registry import EVICTORS, build_evictor, evictor_options
@@ -23,11 +24,11 @@ from .schedule import EvictionSchedule
 from .snapkv import SnapKV
 from .streaming_llm import StreamingLLM
 from .tova import TOVA
-from .view import CacheView
+from .view import CacheView, output_projection_heads
 
 __all__ = [
     "EVICTORS", "AdaKV", "CacheView", "CriticalKV", "EvictionSchedule", "Evictor", "H2O", "KNorm", "Kept",
-    "KeyDiff", "PyramidKV", "RKV", "RandomEviction", "SnapKV", "StreamingLLM", "TOVA", "build_evictor",
-    "chunk_attention", "evictor_options", "grouped_logits", "key_redundancy", "kept_indices", "select_kept",
-    "window_importance",
+    "KeyDiff", "PyramidKV", "RKV", "RandomAttention", "RandomEviction", "SnapKV", "StreamingLLM", "TOVA",
+    "build_evictor", "chunk_attention", "evictor_options", "grouped_logits", "key_redundancy", "kept_indices",
+    "output_projection_heads", "select_kept", "window_importance",
 ]

@@ -1,7 +1,8 @@
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
+from .random_stream import SeededStream
 from .view import CacheView
 
 
@@ -9,14 +10,18 @@ from .view import CacheView
 class RandomEviction:
     """Random eviction, the floor every method should beat (kvpress `RandomPress`): uniform random scores.
 
-    Drawn as kvpress draws them, torch.rand over (batch, kv_heads, L) from a generator seeded with
-    `random_seed` on the keys' device (the same draws at every compression of that shape), cut to the
-    n candidates.
+    Every slot is a candidate, the prompt's too (this is the plain random baseline; `randomattention` keeps
+    the prompt). Each compression draws afresh: torch.rand over (batch, kv_heads, L), cut to the n
+    candidates, from one generator on the keys' device seeded with `random_seed` (from --model_args, the
+    run's seed unless given). The first compression of a fresh evictor draws what kvpress's press draws;
+    kvpress reseeds at every call, so it draws the same positions at every compression of one shape.
     """
 
     random_seed: int = 0
+    _stream: SeededStream = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        self._stream = SeededStream(self.random_seed)
 
     def score(self, view: CacheView) -> torch.Tensor:
-        generator = torch.Generator(device=view.keys.device).manual_seed(self.random_seed)
-        draws = torch.rand(*view.keys.shape[:3], generator=generator, device=view.keys.device)
-        return draws[..., :view.candidates]
+        return self._stream.uniform(view.keys.shape[:3], view.keys.device)[..., :view.candidates]

@@ -9,6 +9,7 @@ from .h2o import H2O
 from .keydiff import KeyDiff
 from .knorm import KNorm
 from .pyramidkv import PyramidKV
+from .random_attention import RandomAttention
 from .random_eviction import RandomEviction
 from .rkv import RKV
 from .snapkv import SnapKV
@@ -27,6 +28,7 @@ EVICTORS: dict[str, type] = {
     "adakv": AdaKV,
     "criticalkv": CriticalKV,
     "random": RandomEviction,
+    "randomattention": RandomAttention,
 }
 
 

@@ -116,6 +116,17 @@ class EvictionSchedule:
     def keeps_state(self) -> bool:
         return callable(getattr(self.evictor, "observe", None))
 
+    @property
+    def reads_values(self) -> bool:
+        """Whether the evictor reads the cached values and the layer's output projection (`CacheView.values`,
+        `CacheView.out_proj`; NEEDS_VALUES, e.g. CriticalKV)."""
+        return bool(getattr(self.evictor, "NEEDS_VALUES", False))
+
+    @property
+    def needs_prompt(self) -> bool:
+        """Whether the cache must tell which slots hold prompt tokens (`CacheView.prompt`)."""
+        return bool(getattr(self.evictor, "NEEDS_PROMPT", False))
+
     def observe(self, state: torch.Tensor, queries: torch.Tensor, keys: torch.Tensor,
                 valid: torch.Tensor | None = None) -> torch.Tensor:
         return self.evictor.observe(state, queries, keys, valid)

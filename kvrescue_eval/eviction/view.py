@@ -16,6 +16,12 @@ class CacheView:
     valid (batch, kv_heads, L) bool or None: which slots hold a token (None: all). Only head budgets that
       vary leave empty slots; they are always the leading ones of their head.
     layer, num_layers: where this layer sits (allocating evictors read them).
+    prompt (batch, kv_heads, L) bool or None: which slots hold a token of the row's prompt (the first chunk
+      the row saw, before anything was generated or appended). A length would not do: every head keeps its
+      own subset of the tokens. Handed over where the evictor declares NEEDS_PROMPT (None otherwise).
+    out_proj (q_heads, hidden, value_dim) or None: the layer's output projection per query head, W_o^h (the
+      slice of o_proj.weight that head h's output goes through, `output_projection_heads`). Handed over where
+      the evictor declares NEEDS_VALUES (None otherwise).
     """
 
     queries: torch.Tensor
@@ -26,16 +32,20 @@ class CacheView:
     valid: torch.Tensor | None = None
     layer: int = 0
     num_layers: int = 1
+    prompt: torch.Tensor | None = None
+    out_proj: torch.Tensor | None = None
 
     def __post_init__(self):
         check_tensors(self.queries, self.keys, self.window)
         length = self.keys.shape[:3]
+        value_dim = None if self.values is None else self.values.shape[-1]
         for name, tensor, layout in (("values", self.values, (*length, None)), ("state", self.state, length),
-                                     ("valid", self.valid, length)):
+                                     ("valid", self.valid, length), ("prompt", self.prompt, length),
+                                     ("out_proj", self.out_proj, (self.queries.shape[1], None, value_dim))):
             if tensor is not None and (tensor.dim() != len(layout) or any(
                     want is not None and got != want for got, want in zip(tensor.shape, layout))):
-                raise ValueError(f"{name} {tuple(tensor.shape)} must match keys {tuple(self.keys.shape)} in "
-                                 f"(batch, kv_heads, L)")
+                raise ValueError(f"{name} {tuple(tensor.shape)} does not fit queries {tuple(self.queries.shape)}, "
+                                 f"keys {tuple(self.keys.shape)} and values: expected {layout} (None: any size)")
         if not 0 <= self.layer < self.num_layers:
             raise ValueError(f"layer {self.layer} is outside 0..{self.num_layers - 1} (num_layers={self.num_layers})")
 
@@ -58,7 +68,16 @@ class CacheView:
             return None if tensor is None else tensor[rows]
 
         return CacheView(self.queries[rows], self.keys[rows], self.window, cut(self.values), cut(self.state),
-                         cut(self.valid), self.layer, self.num_layers)
+                         cut(self.valid), self.layer, self.num_layers, cut(self.prompt), self.out_proj)
+
+
+def output_projection_heads(weight: torch.Tensor, q_heads: int) -> torch.Tensor:
+    """A layer's o_proj weight (hidden, q_heads * value_dim), as nn.Linear stores it, per query head:
+    (q_heads, hidden, value_dim), head h's slice W_o^h (its output is W_o^h @ v). A view, no copy."""
+    hidden, inputs = weight.shape
+    if inputs % q_heads:
+        raise ValueError(f"o_proj weight {tuple(weight.shape)} does not split into {q_heads} query heads")
+    return weight.view(hidden, q_heads, inputs // q_heads).transpose(0, 1)
 
 
 def check_tensors(queries: torch.Tensor, keys: torch.Tensor, window: int) -> None:

@@ -14,6 +14,7 @@ from .extraction import has_boxed_answer as _has_boxed_answer
 from .gold import gold_normalised
 from .modes import RULES, check_dataset, check_mode
 from .sandbox import SANDBOX
+from .thinking import unfinished_thinking as _unfinished_thinking
 
 _CACHED_LENGTH = 2000
 
@@ -25,7 +26,8 @@ def _check_text(value, what):
 
 
 def extract_answer(text, dataset, *, mode="qwen"):
-    """The answer of a completion, normalised (the last \\boxed{}, "The answer is", last number)."""
+    """The answer of a completion, normalised (the last \\boxed{}, "The answer is", last number), read after
+    its think block if it has one ("" when that block never closed: no answer)."""
     check_dataset(dataset)
     check_mode(mode)
     return extract_normalised(_check_text(text, "text"), keep_single_letters=mode == "strict")
@@ -35,6 +37,11 @@ def has_boxed_answer(text):
     """Whether the answer of a completion is taken from a non-empty \\boxed{} (not from "The answer
     is" or the last number, the harness's fallbacks)."""
     return _has_boxed_answer(_check_text(text, "text"))
+
+
+def unfinished_thinking(text):
+    """Whether a completion opened a think block ("<think>") and never closed it: it has no answer."""
+    return _unfinished_thinking(_check_text(text, "text"))
 
 
 def parse_gold(doc, dataset, *, mode="qwen"):

@@ -3,12 +3,14 @@
 Order: a Minerva "final answer is $...$. I hope", else the last `boxed` (braces matched, or
 `\\boxed 5` up to the next "$"), else "The answer is ...", else "final answer is ...", else "答案是",
 else the last number. The result is normalised by `strip_string` twice, as the harness does
-(once inside `extract_answer`, once more in `run_execute`).
+(once inside `extract_answer`, once more in `run_execute`). First of all, a thinking model's response is
+read after its think block (thinking.py; the harness predates think blocks).
 """
 
 import re
 
 from .normalization import strip_string
+from .thinking import answer_part
 
 # The harness's generation stops at these, and it cuts the completion there again before grading.
 STOP_WORDS = ("</s>", "<|im_end|>", "<|endoftext|>")
@@ -54,7 +56,7 @@ def answer_span(text):
 def has_boxed_answer(text):
     """Whether the harness takes this completion's answer from a non-empty \\boxed{} (the paper's
     Table 5 counts an answer only then: "boxed and correct")."""
-    text = cut_at_stop_words(text).replace("\u043a\u0438", "")
+    text = cut_at_stop_words(answer_part(text) or "").replace("\u043a\u0438", "")
     if "final answer is $" in text and "$. I hope" in text:
         return False
     return "boxed" in text and bool(text.split("boxed")[-1]) and bool(last_boxed(text).strip())
@@ -85,5 +87,5 @@ def harness_extract(text, *, keep_single_letters=False):
 
 def extract_normalised(text, *, keep_single_letters=False):
     """The harness's prediction for a completion: cut at stop words, extract, normalise again."""
-    answer = harness_extract(cut_at_stop_words(text), keep_single_letters=keep_single_letters)
+    answer = harness_extract(cut_at_stop_words(answer_part(text) or ""), keep_single_letters=keep_single_letters)
     return strip_string(answer, keep_single_letters=keep_single_letters)

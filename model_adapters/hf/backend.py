@@ -39,12 +39,13 @@ class HFBackend:
         eviction = self.settings.eviction if role == "base" else None
         model, tokenizer = self.model(name)
         return HFPolicy(model, tokenizer, self.settings.sampling, partial(new_cache, model, eviction), name=role,
-                        batch_problems=True)
+                        batch_problems=True, thinking=self.settings.thinking == "on")
 
     def resources(self) -> dict:
         s = self.settings
         return {"model": lambda: self.model(s.helper)[0], "tokenizer": lambda: self.model(s.helper)[1],
-                "path": lambda: model_folder(s.prm), "dtype": lambda: self.dtype, "device": lambda: s.device}
+                "path": lambda: model_folder(s.prm), "dtype": lambda: self.dtype, "device": lambda: s.device,
+                "thinking": lambda: s.thinking == "on"}
 
     def statistics(self) -> dict:
         return {}

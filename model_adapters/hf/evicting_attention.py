@@ -31,7 +31,9 @@ from transformers.modeling_utils import AttentionInterface
 
 IMPLEMENTATIONS = {"sdpa": "kvrescue_sdpa", "eager": "kvrescue_eager"}
 STOCK_MASKS = {"sdpa": sdpa_mask, "eager": eager_mask}
-SUPPORTED_MODEL_TYPES = ("llama", "qwen2")
+# Decoders whose attention hands the attention function post-RoPE keys (Qwen3's per-head RMSNorm of queries and
+# keys comes before RoPE, inside the model's own attention), so the cache holds the keys attention reads.
+SUPPORTED_MODEL_TYPES = ("llama", "qwen2", "qwen3")
 
 _handoff = threading.local()
 
@@ -130,7 +132,7 @@ def _evicting_attention(base: str):
         layer.record_chunk(q_length, attention_mask, kwargs.get("position_ids"))
         scaling = query.shape[-1] ** -0.5 if scaling is None else scaling
         output = GROUPED[base](query, key, value, layer.slot_mask(q_length), scaling)
-        layer.after_attention(query)
+        layer.after_attention(query, module.o_proj.weight)
         return output
 
     attention.__name__ = f"{IMPLEMENTATIONS[base]}_attention"

@@ -3,7 +3,7 @@
 import torch
 from transformers.cache_utils import DynamicLayer
 
-from kvrescue_eval.eviction import CacheView, EvictionSchedule
+from kvrescue_eval.eviction import CacheView, EvictionSchedule, output_projection_heads
 
 from .evicting_attention import announce_mask_sizes, hand_over
 from .kv_slots import SlotStore, device_index
@@ -26,7 +26,7 @@ class EvictingLayer(DynamicLayer):
         self.schedule, self.store, self.queries = schedule, store, queries
         self.layer, self.num_layers = layer, num_layers
         self._awaiting_attention = False
-        self._seen_before = self._chunk_valid = None
+        self._seen_before = self._chunk_valid = self._out_proj = None
         if store is not None:
             self._expose()
 
@@ -80,12 +80,15 @@ class EvictingLayer(DynamicLayer):
         if position_ids is None:   # the models we serve always pass them; their default, from each row's count
             position_ids = device_index(before, self.device)[:, None] + torch.arange(q_length, device=self.device)
         self.store.write_positions(position_ids)
+        self.store.mark_prompts(before)
 
     def slot_mask(self, q_length: int) -> torch.Tensor | None:
         return self.store.mask(q_length)
 
-    def after_attention(self, query: torch.Tensor) -> None:
-        """Called by the attention wrapper once this step's attention is done: capture, maybe evict."""
+    def after_attention(self, query: torch.Tensor, out_proj: torch.Tensor | None = None) -> None:
+        """Called by the attention wrapper once this step's attention is done: capture, maybe evict.
+        `out_proj`: the layer's o_proj weight (hidden, q_heads * value_dim), which value-aware evictors read."""
+        self._out_proj = out_proj
         self._awaiting_attention = False
         chunk_valid, self._chunk_valid = self._chunk_valid, None
         if self.schedule is None:
@@ -136,15 +139,15 @@ class EvictingLayer(DynamicLayer):
             rows = [row for row in need if store.counts[row] == count]
             picked = slice(None) if len(rows) == batch else device_index(rows, store.device)
             slots = order[picked, :, width - count:]
-            kept = schedule.select(self._view(picked, slots))
+            kept = schedule.select(self._view(picked, slots, rows))
             pad = new_width - kept.width
             index[picked] = torch.nn.functional.pad(slots.gather(2, kept.index), (pad, 0))
             if keep is not None and kept.valid is not None:
                 keep[picked] = torch.nn.functional.pad(kept.valid, (pad, 0), value=True)
         store.rearrange(index, counts, keep)
 
-    def _view(self, picked, slots: torch.Tensor) -> CacheView:
-        """The slots `slots` (rows, heads, count) of rows `picked`, as the evictor sees them."""
+    def _view(self, picked, slots: torch.Tensor, rows: list[int]) -> CacheView:
+        """The slots `slots` (rows, heads, count) of rows `rows` (`picked` on the device), as the evictor sees them."""
         store = self.store
 
         def take(tensor):
@@ -152,8 +155,11 @@ class EvictingLayer(DynamicLayer):
 
         state = None if store.state_slots is None else store.state_slots[picked, :, :store.width].gather(2, slots)
         valid = store.valid_slots[picked, :, :store.width].gather(2, slots) if store.head_holes else None
+        prompt = store.prompt_slots(rows, slots) if self.schedule.needs_prompt else None
+        out_proj = (output_projection_heads(self._out_proj, self.queries.shape[1])
+                    if self.schedule.reads_values and self._out_proj is not None else None)
         return CacheView(self.queries[picked], take(store.key_slots), self.schedule.window, take(store.value_slots),
-                         state, valid, *self._where())
+                         state, valid, *self._where(), prompt, out_proj)
 
     def get_seq_length(self) -> int:
         """The logical length: tokens seen (the longest row's, in a batch of different lengths)."""

@@ -4,7 +4,8 @@ Tensors (device): keys/values (batch, kv_heads, capacity, dim), `positions` (bat
 capacity) the token position each slot holds (-1: none), `valid` (batch, kv_heads, capacity), and
 `state` (batch, kv_heads, capacity) float32 when the evictor keeps per-slot state (else None). Columns
 [0, width) are in use. Host integers the code already knows (never read back from the device):
-`width`, `counts[r]` (slots holding a token), `seen[r]` (tokens the row has seen). Columns from
+`width`, `counts[r]` (slots holding a token), `seen[r]` (tokens the row has seen), `prompts[r]` (tokens of
+the row's first chunk, its prompt: the slots whose position is below it hold prompt tokens). Columns from
 `width` on are marked valid ahead of use, so appending a chunk writes keys and values only.
 
 Layout invariant between forward passes: row r holds its tokens in the last `counts[r]` columns of
@@ -44,6 +45,7 @@ class SlotStore:
         self.key_slots, self.value_slots, self.position_slots, self.valid_slots = keys, values, positions, valid
         self.state_slots = state
         self.width, self.counts, self.seen, self.bound, self.head_holes = width, counts, seen, bound, head_holes
+        self.prompts = [0] * len(counts)
 
     @classmethod
     def empty(cls, batch, kv_heads, key_dim, value_dim, dtype, device, bound: int | None, capacity: int = 0,
@@ -116,6 +118,17 @@ class SlotStore:
         self.width += q_length
         self.counts = [count + q_length for count in self.counts]
         self.seen = [seen + q_length for seen in self.seen]
+
+    def mark_prompts(self, seen_before: list[int]) -> None:
+        """After a chunk (and its padding): rows that had seen nothing before it took it as their prompt."""
+        self.prompts = [seen if before == 0 else prompt
+                        for seen, before, prompt in zip(self.seen, seen_before, self.prompts)]
+
+    def prompt_slots(self, rows: list[int], slots: torch.Tensor) -> torch.Tensor:
+        """(rows, kv_heads, count) bool: which of `slots` (column indices per row and head) of rows `rows` hold
+        a token of the row's prompt (position below its prompt length; -1 holds none)."""
+        positions = self.position_slots[device_index(rows, self.device), :, :self.width].gather(2, slots)
+        return (positions >= 0) & (positions < device_index([self.prompts[r] for r in rows], self.device)[:, None, None])
 
     def mark_padding(self, chunk_valid: torch.Tensor) -> None:
         """The last chunk's token validity (batch, q): pad tokens hold no slot and are not seen. Reads the
@@ -234,6 +247,7 @@ class SlotStore:
             start += len(indices)
         out.width, out.counts = width, counts
         out.seen = [store.seen[i] for store, indices in parts for i in indices]
+        out.prompts = [store.prompts[i] for store, indices in parts for i in indices]
         return out
 
 

@@ -40,6 +40,11 @@ def torch_dtype(name: str, device: str):
     return getattr(torch, name)
 
 
+def torch_dtype_name(name: str, device) -> str:
+    """"float32", "bfloat16" or "float16": what model_arg dtype `name` resolves to on `device`."""
+    return str(torch_dtype(name, str(device))).removeprefix("torch.")
+
+
 def load_causal_lm(name: str, dtype: str, device: str, device_map: str | None = None):
     """(model, tokenizer); `name` is a hub id, a local folder, or "smollm2" / "testbed:NAME" (packaged models).
     `device_map` ("auto", ...): the layers spread over all visible GPUs by accelerate (a model too large

@@ -44,9 +44,11 @@ class HFPolicy:
     operations `fork`, `select`, `gather` and `next_positions`."""
 
     def __init__(self, model, tokenizer, sampling: SamplingParams, new_cache: Callable[[], object],
-                 name: str = "policy", batch_problems: bool = False):
+                 name: str = "policy", batch_problems: bool = False, thinking: bool = False):
         self.model, self.tokenizer, self.sampling, self.new_cache, self.name = (
             model.eval(), tokenizer, sampling, new_cache, name)
+        self.thinking = thinking  # prompts in thinking mode (prompts.render_prompt)
+        self.max_cache_slots = 0  # the most slots per row and KV head any forward pass left in a cache
         self.batch_problems = batch_problems
         self.device = next(model.parameters()).device
         self.tokenizer_key = tokenizer_fingerprint(tokenizer)
@@ -58,7 +60,7 @@ class HFPolicy:
     # -- committed state -------------------------------------------------------------------------
     @torch.inference_mode()
     def start(self, key, conversation) -> int:
-        ids = render_prompt(self.tokenizer, conversation)
+        ids = render_prompt(self.tokenizer, conversation, self.thinking)
         cache = self.new_cache()
         self.committed[key] = RowBatch([Row(key, None, len(ids))], cache, self._forward(cache, [ids]))
         return len(ids)
@@ -120,4 +122,5 @@ class HFPolicy:
         positions = cache.next_positions(width) if cache.get_seq_length() else None
         out = self.model(input_ids=input_ids, past_key_values=cache, position_ids=positions, use_cache=True,
                          logits_to_keep=1)
+        self.max_cache_slots = max(self.max_cache_slots, cache.physical_size)
         return out.logits[:, -1].float()

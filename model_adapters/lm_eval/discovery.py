@@ -12,7 +12,9 @@ When lm-eval's task manager module is executed, our task folder is appended to e
 group `lm_eval.models` is registered lazily too: the group newer lm-eval versions read, which is
 how `kvrescue` is declared in pyproject.toml and how any other package can add a model. When
 `lm_eval.evaluator_utils` and `lm_eval.evaluator` are executed, harness_patches.py gives aggregations
-their own standard errors and lets a kvrescue run's `--write_out` and results config say what it did.
+their own standard errors and lets a kvrescue run's `--write_out` and results config say what it did, and
+fewshot_notice.py makes an ignored `--num_fewshot` a warning. When `lm_eval.loggers.evaluation_tracker` is
+executed, results_folder.py names a kvrescue run's results folder after what ran.
 
 The hook never raises into the importing program: a failure is logged and lm-eval runs as stock.
 """
@@ -20,7 +22,8 @@ The hook never raises into the importing program: a failure is logged and lm-eva
 import sys
 
 ENTRY_POINT_GROUP = "lm_eval.models"
-_PATCHED_MODULES = ("lm_eval.tasks.manager", "lm_eval.models", "lm_eval.evaluator_utils", "lm_eval.evaluator")
+_PATCHED_MODULES = ("lm_eval.tasks.manager", "lm_eval.models", "lm_eval.evaluator_utils", "lm_eval.evaluator",
+                    "lm_eval.loggers.evaluation_tracker")
 
 
 def install():
@@ -110,9 +113,17 @@ def _patch_evaluator_utils(module):
 
 
 def _patch_evaluator(module):
+    from . import fewshot_notice
     from .harness_patches import patch_evaluator
 
     patch_evaluator(module)
+    fewshot_notice.install(module.eval_logger)
+
+
+def _patch_evaluation_tracker(module):
+    from .results_folder import patch_evaluation_tracker
+
+    patch_evaluation_tracker(module)
 
 
 _PATCHES = {
@@ -120,4 +131,5 @@ _PATCHES = {
     "lm_eval.models": _register_entry_point_models,
     "lm_eval.evaluator_utils": _patch_evaluator_utils,
     "lm_eval.evaluator": _patch_evaluator,
+    "lm_eval.loggers.evaluation_tracker": _patch_evaluation_tracker,
 }

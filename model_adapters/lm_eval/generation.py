@@ -78,8 +78,8 @@ def generation_of(gen_kwargs, args, set_by_model_args, task: str | None = None) 
     return Generation(sampling, cap, tuple(until), tuple(overridden), ignored)
 
 
-def warnings_of(generation: Generation, task: str | None) -> list[str]:
-    """What to tell the user about a task's generation kwargs (once per task)."""
+def warnings_of(generation: Generation, task: str | None, args=None) -> list[str]:
+    """What to tell the user about a task's generation kwargs (once per task); `args`: the run's Settings."""
     where = f"task {task}" if task else "a request"
     lines = [f"{where} asks for {name}={asked!r}; kvrescue samples with its model_arg {name}={used!r} "
              f"(leave {name} out of --model_args to follow the task)" for name, asked, used in generation.overridden]
@@ -88,6 +88,11 @@ def warnings_of(generation: Generation, task: str | None) -> list[str]:
         hint = f" (did you mean {close[0]}?)" if close else ""
         lines.append(f"{where} sets generation kwarg {name}={value!r}{hint}, which the kvrescue model cannot apply "
                      f"(it honours {', '.join(HONOURED[:5])} and max_gen_toks): ignored")
+    context = args.engine.max_context if args is not None else None
+    if args is not None and args.thinking == "on" and generation.max_new_tokens < context:
+        lines.append(f"{where} caps a trajectory at max_gen_toks={generation.max_new_tokens} tokens, below "
+                     f"max_context={context}: longer thinking traces are cut there (and count as unfinished_thinking);"
+                     f" for the whole context pass --gen_kwargs max_gen_toks={context}")
     return lines
 
 

@@ -33,10 +33,13 @@ from kvrescue_eval.stats import STAT_KEYS, TextWithStats
 from ..settings.model_args import parse_model_args
 from ..settings.presets import PRESETS
 from ..settings.required_models import ModelsNotFound, check_models_present
+from ..settings.memory import checked_context, planned_memory
+from ..settings.thinking import resolved_thinking
 from .generation import SAMPLING, generation_of, warnings_of
 from .log_format import show_our_logs
 from .progress import Progress
 from .request_types import pending_unsupported, refusal, tasks_of
+from .response_cache import CacheRefused, refuse_sampled, store_greedy
 from .requests import CONVERSATION_MARKER, data_parallel_padding, handed_conversation, problems_of, show_model_input
 from .run_info import model_info
 from .run_journal import check_journal
@@ -50,15 +53,19 @@ class KVRescueLM(LM):
     def __init__(self, **model_args):
         super().__init__()
         model_args, self.seed_source = effective_seed(model_args)
-        from ..hf.loading import resolve_device
+        from ..hf.loading import resolve_device, torch_dtype_name
 
         try:
             self.args = parse_model_args(model_args)  # fails on bad input before loading anything,
-            check_models_present(self.args)  # on models missing here, before any hub call,
+            check_models_present(self.args)  # on models missing here, before any hub call or backend import,
+            self.args.require_libraries()  # on a backend whose library is not installed,
             require_supported_versions(vllm=self.args.uses_vllm)  # on frameworks out of range,
             device = resolve_device(self.args.device)  # on a device name torch does not know,
-            check_journal(self.args)  # and on a journal=PATH that cannot be one
-        except (ValueError, ModelsNotFound, UnsupportedEnvironment, JournalError) as error:
+            check_journal(self.args)  # on a journal=PATH that cannot be one, before any model file is read,
+            # on a thinking mode the models cannot run (their tokenizers only),
+            self.args, self.response_opening = resolved_thinking(self.args)
+            self.args = checked_context(self.args)  # and on a max_context beyond what a model reads (configs)
+        except (ValueError, ImportError, ModelsNotFound, UnsupportedEnvironment, JournalError) as error:
             logger.error("%s", error)  # with its level, above lm-eval's long traceback
             raise
         from .data_parallel import DataParallel
@@ -67,6 +74,12 @@ class KVRescueLM(LM):
         # data parallel (torchrun / accelerate launch): this rank's own engine on its own device
         self.parallel = DataParallel.from_environment(device)
         self._rank, self._world_size, self._device = self.parallel.rank, self.parallel.world_size, self.parallel.device
+        try:  # and on a problem that cannot fit on this device (its KV caches at their largest)
+            self.args, self.memory = planned_memory(self.args, str(self._device), torch_dtype_name(self.args.dtype,
+                                                                                                  self._device))
+        except ValueError as error:
+            logger.error("%s", error)
+            raise
         preset = PRESETS.get(self.args.preset, {})
         self.sampling_set = {name for name in SAMPLING if model_args.get(name) is not None or name in preset}
         self.components = self.base = self.helper = self.scorer = self.config = None  # at the first generate_until
@@ -88,8 +101,14 @@ class KVRescueLM(LM):
         """All problems, each taken from the run journal when it is there, else generated (and journaled
         as it finishes); out-of-memory errors halve the problems in flight and retry (docs/resume.md)."""
         self._refuse(pending_unsupported())
+        looked_up = [request.args for request in requests]  # lm-eval's cache keys, before show_model_input
         show_model_input(requests)
         generations = self._generations(requests)
+        try:
+            refuse_sampled(self, requests, generations)
+        except CacheRefused as error:
+            logger.error("%s", error)  # with its level, above lm-eval's long traceback
+            raise
         problems = problems_of(requests, generations)
         keys = {p.key: journal_key(p, g) for p, g in zip(problems, generations)}
         journal = self._open_journal(problems)  # refused before the models load (its identity needs none)
@@ -107,7 +126,7 @@ class KVRescueLM(LM):
 
             def on_event(kind, **info):
                 if kind == "finish" and journal is not None:
-                    journal.record(keys[info["key"]], journal_entry(info["result"]))
+                    journal.record(keys[info["key"]], journal_entry(info["result"], self.response_opening))
                 progress.on_event(kind, **info)
 
             try:
@@ -125,6 +144,7 @@ class KVRescueLM(LM):
                 self.totals.update({key: entry["stats"][key] for key in STAT_KEYS + ("aborted_commits",)})
                 self.finish_reasons[entry["finish_reason"]] += 1
             responses.append(TextWithStats(entry["text"], entry["stats"], entry["finish_reason"]))
+        store_greedy(self, looked_up, generations, responses)
         return responses
 
     def _generate(self, todo, on_event) -> dict:
@@ -139,7 +159,8 @@ class KVRescueLM(LM):
                     policy.sampling = sampling
             run = self._retrying_run(on_event)
             try:
-                generated.update(zip((p.key for p in problems), map(journal_entry, run.run(problems))))
+                generated.update((p.key, journal_entry(result, self.response_opening))
+                                 for p, result in zip(problems, run.run(problems)))
             finally:
                 self.run_stats.update(oom_retries=run.retries)
                 self.config = replace(self.config, max_problems_in_flight=run.max_problems_in_flight)
@@ -154,7 +175,7 @@ class KVRescueLM(LM):
             cache_key = (task, json.dumps(kwargs, sort_keys=True, default=str))
             if cache_key not in by_kwargs:
                 by_kwargs[cache_key] = generation = generation_of(kwargs, self.args, self.sampling_set, task)
-                for line in warnings_of(generation, task):
+                for line in warnings_of(generation, task, self.args):
                     if (task, line) not in self._warned:
                         self._warned.add((task, line))
                         logger.warning("%s", line)
@@ -234,7 +255,8 @@ def journal_key(problem, generation) -> tuple:
     return (*problem.key, settings)
 
 
-def journal_entry(result) -> dict:
-    """What the journal keeps of a finished problem: all a response and the run totals are made of."""
-    return {"text": result.text, "stats": dict(result.stats), "finish_reason": result.finish_reason,
+def journal_entry(result, opening: str = "") -> dict:
+    """What the journal keeps of a finished problem: all a response and the run totals are made of. `opening`:
+    what the prompt opened the answer with (a forced "<think>\n"), so the response is the whole assistant turn."""
+    return {"text": opening + result.text, "stats": dict(result.stats), "finish_reason": result.finish_reason,
             "sources": list(result.sources)}

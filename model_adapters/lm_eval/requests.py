@@ -9,9 +9,10 @@ the samples' `arguments` show it):
   with its own chat template, continuing the assistant turn when there is a prefix;
 - without it, the context is the prompt lm-eval rendered as plain text, tokenized as it is;
 - except for this package's own tasks: their docs carry the conversation (`doc["messages"]`), and when
-  lm-eval's plain prompt is exactly its turns concatenated (nothing added: no system instruction, no
-  few-shot, no prefix) the model renders that conversation with its chat template (the Qwen2.5-Math
-  protocol needs it), and the request's arguments are rewritten to show it (`show_model_input`).
+  lm-eval's plain prompt is exactly its turns concatenated (no few-shot, no prefix; a `--system_instruction`
+  lengthens the system turn, as it does with `--apply_chat_template`) the model renders that conversation
+  with its chat template (the Qwen2.5-Math protocol needs it), and the request's arguments are rewritten to
+  show it (`show_model_input`).
 """
 
 import hashlib
@@ -74,12 +75,34 @@ def conversation_of(request) -> list[dict]:
 
 
 def own_conversation(request) -> list[dict] | None:
-    """The doc's own conversation when lm-eval's plain prompt is exactly its turns concatenated."""
+    """The doc's own conversation when lm-eval's plain prompt is exactly its turns concatenated, or its turns
+    after a system turn that `--system_instruction` lengthened (with_system_instruction)."""
     doc = getattr(request, "doc", None)
     if not isinstance(doc, dict) or not doc.get("messages"):
         return None
     messages = [{"role": m["role"], "content": m["content"]} for m in doc["messages"]]
-    return messages if "".join(m["content"] for m in messages) == request.args[0] else None
+    prompt = request.args[0]
+    if "".join(m["content"] for m in messages) == prompt:
+        return messages
+    return with_system_instruction(messages, prompt)
+
+
+def with_system_instruction(messages, prompt) -> list[dict] | None:
+    """The conversation lm-eval builds with `--apply_chat_template`, recovered from its plain prompt.
+
+    With `--system_instruction I`, lm-eval's system turn is I joined to the task's description (our tasks'
+    system turn) by the task's fewshot delimiter; in plain mode it glues that turn to the user turn. The plain
+    prompt is then that system turn followed by the other turns, nothing between them; the system turn is
+    what precedes the other turns, and it ends with the task's own system turn."""
+    if not messages or messages[0]["role"] != "system" or not isinstance(prompt, str):
+        return None
+    system, rest = messages[0]["content"], "".join(m["content"] for m in messages[1:])
+    if not prompt.endswith(rest):
+        return None
+    lengthened = prompt[:len(prompt) - len(rest)]
+    if lengthened == system or not lengthened.endswith(system):
+        return None
+    return [{"role": "system", "content": lengthened}, *messages[1:]]
 
 
 def show_model_input(requests) -> None:

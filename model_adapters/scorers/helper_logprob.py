@@ -2,7 +2,8 @@
 that sees the full context. Needs no reward model, so it runs offline with any helper.
 
 Context: the helper's chat template over the problem's system turn (none without one) and question
-(with the generation prompt), then the committed steps, each followed by "\n\n". Scored tokens: the
+(with the generation prompt, in thinking mode when the helper runs in it, as its policy renders it), then the
+committed steps, each followed by "\n\n". Scored tokens: the
 candidate's tokens plus its "\n\n" separator, so the score also says how likely the helper finds that
 the step ends there (and a step of a few tokens is not scored on a lone fragment). Tokens are those of
 the whole string; a token that straddles the context/candidate boundary counts as the candidate's.
@@ -15,20 +16,21 @@ import torch
 from kvrescue_eval import STEP_SEPARATOR
 from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
 
-from ..prompts import problem_turns
+from ..prompts import problem_turns, render_text
 from .prefix_cache import PrefixCache, Prefix, ScoredRow, common_prefix_length
 
 
 class HelperLogProbScorer:
     name = "helper-logprob"
 
-    def __init__(self, model, tokenizer, *, use_prefix_cache: bool = True, max_batch_rows: int = 16,
-                 max_batch_tokens: int = 2048):
+    def __init__(self, model, tokenizer, thinking: bool = False, *, use_prefix_cache: bool = True,
+                 max_batch_rows: int = 16, max_batch_tokens: int = 2048):
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError(f"helper-logprob needs a fast tokenizer (character offsets); got "
                              f"{type(tokenizer).__name__}")
         self.model = model
         self.tokenizer = tokenizer
+        self.thinking = thinking
         self.use_prefix_cache = use_prefix_cache
         self.cache = PrefixCache(model, max_batch_rows=max_batch_rows, max_batch_tokens=max_batch_tokens)
 
@@ -36,10 +38,7 @@ class HelperLogProbScorer:
         return self.prompt(system, question) + "".join(step + STEP_SEPARATOR for step in steps)
 
     def prompt(self, system: str | None, question: str) -> str:
-        messages = problem_turns(system, question)
-        if self.tokenizer.chat_template is None:  # a base model: plain text
-            return "".join(f"{m['content']}\n\n" for m in messages)
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return render_text(self.tokenizer, problem_turns(system, question), self.thinking)
 
     def score(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
         return score_each_text_once(self._score_distinct, requests)

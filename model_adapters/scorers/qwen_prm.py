@@ -5,8 +5,12 @@ none when the problem has none), question (user) and the assistant text = the st
 "<extra_0>" and ending with "<extra_0>". A candidate's reward is softmax(logits)[1] at its own (the
 last) "<extra_0>". Each trajectory's committed prefix stays
 in a KV cache, so a call runs only the candidates' tokens.
+
+Window: a trajectory longer than the PRM reads (option `prm_window`, tokens; 0: the checkpoint's own context
+length, `max_position_embeddings`) is scored on the question and its latest steps (prm_window.py's rule).
 """
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Hashable, Sequence
 
@@ -17,6 +21,7 @@ from kvrescue_eval.engine.scoring import ScoreRequest, score_each_text_once
 from ..prompts import problem_turns
 from .qwen_prm_model import QwenPRM, positive_probability
 from .prefix_cache import PrefixCache, Prefix, ScoredRow, common_prefix_length
+from .prm_window import dropped_steps
 
 STEP_TAG = "<extra_0>"
 PRM_FILES = ["*.json", "*.safetensors", "*.txt", "*.jinja", "tokenizer*"]
@@ -26,10 +31,11 @@ class QwenPRMScorer:
     name = "qwen-prm"
 
     def __init__(self, model, tokenizer, *, use_prefix_cache: bool = True, max_batch_rows: int = 16,
-                 max_batch_tokens: int = 4096):
+                 max_batch_tokens: int = 4096, window: int = 0):
         self.model = model
         self.tokenizer = tokenizer
         self.step_tag_id = step_tag_id(tokenizer)
+        self._set_window(window, model.config.max_position_embeddings)
         self.use_prefix_cache = use_prefix_cache
         self.cache = PrefixCache(model, max_batch_rows=max_batch_rows, max_batch_tokens=max_batch_tokens)
 
@@ -42,8 +48,38 @@ class QwenPRMScorer:
         # The template writes the special tokens itself.
         return self.tokenizer(text, add_special_tokens=False).input_ids
 
+    def _set_window(self, window: int, context_length: int) -> None:
+        if window < 0:
+            raise ValueError(f"model_arg prm_window={window} is invalid; valid: a number of tokens >= 1, or 0 for "
+                             f"the PRM's own context length ({context_length})")
+        self.window = window or context_length
+        self.windowed_scorings = self.most_steps_dropped = 0
+
     def score(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
-        return score_each_text_once(self._score_distinct, requests)
+        return score_each_text_once(self._score_distinct, [self.windowed(r) for r in requests])
+
+    def windowed(self, request: ScoreRequest) -> ScoreRequest:
+        """The request as the PRM reads it: the question, the latest steps that fit the window, the candidates."""
+        if not request.candidates:
+            return request
+        steps = list(request.steps)
+        longest = max(request.candidates, key=lambda c: len(self.encode(c)))
+
+        def length(dropped):
+            text = self.render(request.system, request.question, [*steps[dropped:], longest])
+            return len(self._through_last_tag(self.encode(text)))
+
+        dropped = dropped_steps(length, lambda i: len(self.encode(steps[i])) + 1, len(steps), self.window)
+        if not dropped:
+            return request
+        self.windowed_scorings += 1
+        self.most_steps_dropped = max(self.most_steps_dropped, dropped)
+        return replace(request, steps=steps[dropped:])
+
+    def statistics(self) -> dict:
+        """The window and how often it cut (config.kvrescue.scorer_statistics)."""
+        return {"prm_window": self.window, "windowed_scorings": self.windowed_scorings,
+                "most_steps_dropped": self.most_steps_dropped}
 
     def _score_distinct(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
         rows, owners = [], []
@@ -90,7 +126,7 @@ def step_tag_id(tokenizer) -> int:
 
 def load_qwen_prm(path: str, *, dtype: str | torch.dtype = "bfloat16", device: str = "cpu",
                   attn_implementation: str = "sdpa", use_prefix_cache: bool = True, max_batch_rows: int = 16,
-                  max_batch_tokens: int = 4096) -> QwenPRMScorer:
+                  max_batch_tokens: int = 4096, prm_window: int = 0) -> QwenPRMScorer:
     """`path`: a local checkpoint folder, or a hub id (e.g. Qwen/Qwen2.5-Math-PRM-7B) resolved through
     the local Hugging Face cache (downloaded when the machine is online)."""
     from transformers import AutoTokenizer
@@ -99,7 +135,7 @@ def load_qwen_prm(path: str, *, dtype: str | torch.dtype = "bfloat16", device: s
     model = QwenPRM.from_pretrained(folder, dtype=as_dtype(dtype), device=device,
                                     attn_implementation=attn_implementation)
     return QwenPRMScorer(model, AutoTokenizer.from_pretrained(folder), use_prefix_cache=use_prefix_cache,
-                         max_batch_rows=max_batch_rows, max_batch_tokens=max_batch_tokens)
+                         max_batch_rows=max_batch_rows, max_batch_tokens=max_batch_tokens, window=prm_window)
 
 
 def resolve_checkpoint(path: str) -> Path:

@@ -3,7 +3,8 @@
 The checkpoint's class (`Qwen2ForProcessRewardModel`) is remote code on the hub. Its layout is a
 plain Qwen2 decoder (`model.*`) and a score head `score` = Linear(hidden, hidden), ReLU,
 Linear(hidden, 2) (keys `score.0.*`, `score.2.*`), so transformers' own `Qwen2Model` plus that head
-reproduces it. A step's reward is softmax(logits)[1] at the "<extra_0>" token that ends it.
+reproduces it. A step's reward is softmax(logits)[1] at the "<extra_0>" token that ends it. A reward model
+of the same layout on a Qwen3 decoder (config model_type "qwen3") loads the same way into `Qwen3Model`.
 """
 
 import json
@@ -14,6 +15,8 @@ import torch
 from torch import nn
 
 NUM_LABELS = 2
+# config.json model_type -> transformers' (config class, decoder class) of the `model.*` weights
+DECODERS = {"qwen2": ("Qwen2Config", "Qwen2Model"), "qwen3": ("Qwen3Config", "Qwen3Model")}
 IGNORED_PREFIXES = ("lm_head.",)  # some reward checkpoints keep the LM head; the PRM does not use it
 
 
@@ -26,10 +29,10 @@ class PRMOutput:
 class QwenPRM(nn.Module):
     def __init__(self, config):
         super().__init__()
-        from transformers import Qwen2Model
+        import transformers
 
         self.config = config
-        self.model = Qwen2Model(config)
+        self.model = getattr(transformers, DECODERS[config.model_type][1])(config)
         self.score = nn.Sequential(
             nn.Linear(config.hidden_size, config.hidden_size),
             nn.ReLU(),
@@ -45,12 +48,10 @@ class QwenPRM(nn.Module):
     @classmethod
     def from_pretrained(cls, path, *, dtype=torch.bfloat16, device="cpu", attn_implementation="sdpa"):
         """Load a checkpoint folder (config.json and one or several .safetensors files)."""
-        from transformers import Qwen2Config
+        import transformers
 
         folder = Path(path)
-        if not (folder / "config.json").is_file():
-            raise FileNotFoundError(f"{folder} is not a checkpoint folder: it has no config.json")
-        config = Qwen2Config.from_pretrained(folder)
+        config = getattr(transformers, DECODERS[decoder_type(folder)][0]).from_pretrained(folder)
         config._attn_implementation = attn_implementation
         with torch.device("meta"):
             module = cls(config)
@@ -60,6 +61,17 @@ class QwenPRM(nn.Module):
         with torch.device(device):
             module.model.rotary_emb = type(module.model.rotary_emb)(config=config)
         return module.eval()
+
+
+def decoder_type(folder: Path) -> str:
+    """The checkpoint's model_type, one of DECODERS (read from config.json: the hub's config names remote code)."""
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder} is not a checkpoint folder: it has no config.json")
+    model_type = json.loads((folder / "config.json").read_text()).get("model_type")
+    if model_type not in DECODERS:
+        raise ValueError(f"{folder}: a PRM of model_type {model_type!r}; the Qwen2.5-Math-PRM layout is read on "
+                         f"decoders of model_type {', '.join(DECODERS)}")
+    return model_type
 
 
 def safetensors_files(folder: Path) -> list[Path]:
@@ -86,7 +98,7 @@ def read_state_dict(folder: Path, *, expected: set[str], dtype, device) -> dict[
     missing, unexpected = expected - set(location), set(location) - expected
     if missing or unexpected:
         raise ValueError(
-            f"{folder} does not have the Qwen2.5-Math-PRM layout (Qwen2 decoder `model.*` and score head "
+            f"{folder} does not have the Qwen2.5-Math-PRM layout (decoder `model.*` and score head "
             f"`score.0.*`, `score.2.*`): missing {_listing(missing)}; unexpected {_listing(unexpected)}")
     state = {}
     for file in files:

@@ -10,9 +10,9 @@ candidates say and picks by who proposed them (`ScoreRequest.roles`), which no r
   generator seeded by `sabotage_seed`, the trajectory and the step number, so a run is reproducible whatever
   the batching.
 
-The winner scores 1, every other candidate 0 (the engine commits the first of the best). With no candidate
-of the wanted role in the pool (every base candidate aborted, or mode bon for first-helper) all score 0, so the
-engine commits the pool's first candidate. A gate that passes any of these does not check interleaving under an
+The winner scores 1, every other candidate 0. With no candidate of the wanted role in the pool (every base
+candidate aborted, or mode bon for first-helper) all score 0, so the engine draws one of the pool's candidates
+(its tie rule, engine/selection.py). A gate that passes any of these does not check interleaving under an
 independent selector (tests/testbed/test_gate_sabotage.py).
 """
 

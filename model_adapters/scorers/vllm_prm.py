@@ -14,15 +14,19 @@ from kvrescue_eval.engine.scoring import ScoreRequest
 
 from ..vllm.engine import VLLM_CALL
 from .qwen_prm import QwenPRMScorer, resolve_checkpoint, step_tag_id
+from .qwen_prm_model import decoder_type
+
+VLLM_DECODERS = ("qwen2",)  # vLLM 0.32 serves the layout as `Qwen2ForProcessRewardModel` only
 
 
 class VLLMQwenPRMScorer(QwenPRMScorer):
     name = "qwen-prm-vllm"
 
-    def __init__(self, llm, tokenizer):  # noqa: super().__init__ would build a transformers prefix cache
+    def __init__(self, llm, tokenizer, window: int = 0):  # noqa: super().__init__ would build a transformers cache
         self.llm, self.tokenizer = llm, tokenizer
         self.step_tag_id = step_tag_id(tokenizer)
         self.use_prefix_cache = False
+        self._set_window(window, llm.llm_engine.model_config.max_model_len)
 
     def _score_distinct(self, requests: Sequence[ScoreRequest]) -> list[list[float]]:
         from vllm.inputs import TokensPrompt
@@ -38,15 +42,19 @@ class VLLMQwenPRMScorer(QwenPRMScorer):
         pass  # nothing is kept per trajectory
 
 
-def load_vllm_qwen_prm(path: str, **engine_kwargs) -> VLLMQwenPRMScorer:
-    """`path`: a checkpoint folder or hub id; `engine_kwargs`: vLLM `LLM(...)` settings (dtype, memory, ...)."""
+def load_vllm_qwen_prm(path: str, prm_window: int = 0, **engine_kwargs) -> VLLMQwenPRMScorer:
+    """`path`: a checkpoint folder or hub id; `prm_window`: the PRM's window (qwen_prm.py); `engine_kwargs`: vLLM
+    `LLM(...)` settings (dtype, memory, ...)."""
     from transformers import AutoTokenizer
     from vllm.config import PoolerConfig
 
     from ..vllm.engine import start_llm
 
     folder = resolve_checkpoint(path)
+    if (decoder := decoder_type(folder)) not in VLLM_DECODERS:
+        raise ValueError(f"{folder}: vLLM serves the Qwen2.5-Math-PRM layout on decoders of model_type "
+                         f"{', '.join(VLLM_DECODERS)} only; this PRM's is {decoder!r}: score with prm_backend=hf")
     tokenizer = AutoTokenizer.from_pretrained(folder)
     llm = start_llm(str(folder), runner="pooling", enable_prefix_caching=False,
                     pooler_config=PoolerConfig(step_tag_id=step_tag_id(tokenizer)), **engine_kwargs)
-    return VLLMQwenPRMScorer(llm, tokenizer)
+    return VLLMQwenPRMScorer(llm, tokenizer, prm_window)

@@ -13,7 +13,8 @@ Each model_arg sets one field of one object of the tree, found by name, never by
   `n_base`, `n_helper` (the engine's counts, by mode), `detector` (on | off; default: on in mode rescue only)
   and `<role>_backend` (RoleBackends).
 A value given as text is converted to its field's type. A name that nothing takes fails, with the closest one.
-Seed: `seed=S` here, else the seed of `lm_eval --seed` (its first value), see lm_eval/seed.py.
+Seed: `seed=S` here, else the seed of `lm_eval --seed` (its first value), see lm_eval/seed.py. An evictor
+that draws (a field `random_seed`: random, randomattention) draws from the run's seed unless it is given.
 """
 
 import typing
@@ -66,10 +67,15 @@ def sections() -> dict:
     return found
 
 
+def preset_of(raw: dict) -> str | None:
+    """The preset model_args ask for: theirs, else the default one when they name no model."""
+    return raw.get("preset") or (None if raw.get("base") or raw.get("helper") else DEFAULT_PRESET)
+
+
 def parse_model_args(raw: dict) -> Settings:
     """The settings of lm-eval's parsed `--model_args` (values may already be int/float/bool)."""
     raw = {k: v for k, v in raw.items() if k not in LM_EVAL_EXTRAS}
-    preset = raw.get("preset") or (None if raw.get("base") or raw.get("helper") else DEFAULT_PRESET)
+    preset = preset_of(raw)
     if preset is not None and preset not in PRESETS:
         raise ValueError(f"unknown preset={preset!r}; valid presets: {', '.join(PRESETS)}" + did_you_mean(preset, PRESETS))
     values = {**(PRESETS[preset] if preset else {}), **{k: v for k, v in raw.items() if v is not None}}
@@ -135,8 +141,8 @@ def _settings(given: dict, options: dict, nodes: dict) -> Settings:
     switch = top.pop("detector", None) or DETECTOR_DEFAULT[mode]
     detector = _built(DetectorConfig, given["detector"], "detector_") if switch == "on" else None
     engine = _built(EngineConfig, given["engine"], n_base=n_base, n_helper=n_helper, detector=detector)
-    eviction = _eviction(top.get("evictor", Settings.evictor), options["evictor"], given["eviction"]) \
-        if MODES[mode].evicts else None
+    eviction = _eviction(top.get("evictor", Settings.evictor), {"random_seed": engine.seed, **options["evictor"]},
+                         given["eviction"]) if MODES[mode].evicts else None
     backend_options = {node.split(":", 1)[1]: _built(option_class, given[node], nodes[node][0])
                        for node in nodes if node.startswith("backend:")
                        for option_class in [backend_class(node.split(":", 1)[1]).options]}
@@ -176,14 +182,16 @@ def _built(cls, given: dict, prefix: str = "", **derived):
 
 
 def _eviction(name: str, options: dict, values: dict):
-    """The base's EvictionSchedule with its evictor, built once from `evictor` and the evictor's options."""
-    from kvrescue_eval.eviction import EVICTORS, EvictionSchedule
+    """The base's EvictionSchedule with its evictor, built once from `evictor` and those of `options` that the
+    evictor declares (the run's `random_seed` is offered to all)."""
+    from kvrescue_eval.eviction import EVICTORS, EvictionSchedule, evictor_options
 
     if name not in EVICTORS:
         raise ValueError(f"model_arg evictor={name!r} is invalid; valid: {', '.join(sorted(EVICTORS))}"
                          + did_you_mean(name, EVICTORS))
+    declared = evictor_options(EVICTORS[name])
     try:
-        evictor = EVICTORS[name](**options)
+        evictor = EVICTORS[name](**{key: value for key, value in options.items() if key in declared})
     except (TypeError, ValueError) as error:
         raise ValueError(f"model_args of evictor={name}: {error}") from None
     schedule = {**EVICTION_FIELDS, **values}

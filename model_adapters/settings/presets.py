@@ -9,6 +9,19 @@ Presets set no device: lm-eval always passes its `--device` (default cuda:0) to 
 """
 
 from ..model_files.locate import SMOLLM2, TESTBED  # packaged models, resolved by model_files.locate.model_folder()
+from ..vllm.engine import vllm_available
+
+# The thinking-model presets run every role on vLLM where it is installed, else on transformers.
+WHERE_INSTALLED = "vllm" if vllm_available() else "hf"
+# Thinking models (docs/thinking.md): traces of 16-32K tokens, so the context is the 32,768 tokens both model
+# cards give as the generation length; the PRM reads its own 4,096-token window of them (model_arg prm_window).
+# Eviction as R-KV evaluates R1-Distill models (arXiv 2505.24133, its README): R-KV, budget 1,024 (its quick
+# start's `--kv_budget`, and the smallest fixed budget it reports lossless, MATH-500 on R1-Distill-Llama-8B; AIME-24
+# needs 1,536 there, and 1,536 to 3,072 on R1-Distill-Qwen-14B), buffer 128, window 8, lambda 0.1. R-KV has not
+# published Qwen3 results (its to-do list): qwen3-8b takes the same budget, an assumption to check per benchmark.
+THINKING = dict(scorer="qwen-prm", prm="Qwen/Qwen2.5-Math-PRM-7B", evictor="rkv", budget=1024, buffer=128, n=8,
+                thinking="on", max_context=32768, dtype="bfloat16", helper_backend=WHERE_INSTALLED,
+                prm_backend=WHERE_INSTALLED, base_backend=WHERE_INSTALLED)
 
 PRESETS = {
     # The paper's main setting (Qwen2.5-Math family, Table 1): 7B base under R-KV, 1.5B helper, 7B PRM.
@@ -23,6 +36,13 @@ PRESETS = {
     "paper-72b": dict(base="Qwen/Qwen2.5-Math-72B-Instruct", helper="Qwen/Qwen2.5-Math-1.5B-Instruct",
                       prm="Qwen/Qwen2.5-Math-PRM-7B", scorer="qwen-prm", evictor="rkv", budget=64, n=8,
                       dtype="bfloat16", helper_backend="vllm", prm_backend="vllm", base_backend="vllm"),
+    # DeepSeek-R1-Distill-Qwen-7B under R-KV with the 1.5B distill as helper (one tokenizer family), sampled as its
+    # model card recommends: temperature 0.6, top-p 0.95 (no top-k), the answer opened with "<think>\n".
+    "r1-distill-7b": dict(THINKING, base="deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
+                          helper="deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", temperature=0.6, top_p=0.95, top_k=0),
+    # Qwen3-8B in thinking mode (enable_thinking) under R-KV with Qwen3-1.7B as helper (about the paper's 1.5B / 7B
+    # ratio), sampled as the model card recommends for thinking mode: temperature 0.6, top-p 0.95, top-k 20.
+    "qwen3-8b": dict(THINKING, base="Qwen/Qwen3-8B", helper="Qwen/Qwen3-1.7B", temperature=0.6, top_p=0.95, top_k=20),
     # Offline CPU demo: a real (weak) model, small N and short steps so a few problems take minutes.
     "smollm2-cpu": dict(base=SMOLLM2, helper=SMOLLM2, scorer="helper-logprob", evictor="rkv", budget=64, n=2,
                         max_steps=8, max_step_tokens=48, max_problems_in_flight=4, dtype="float32"),

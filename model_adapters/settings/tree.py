@@ -33,6 +33,7 @@ from ..backends import BACKENDS, backend_class, did_you_mean
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 OVERLAP = ("auto", "on", "off")
+THINKING = ("auto", "on", "off")
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")  # accelerate's placements over visible GPUs
 
 
@@ -74,6 +75,9 @@ class Settings:
     # (auto: on when a role runs on a backend that works beside, e.g. vLLM). Off, an all-transformers run is
     # bit-reproducible: which problems share a scorer batch never depends on thread timing.
     overlap: str = "auto"
+    # Thinking mode of base and helper (docs/thinking.md): on | off | auto (auto: on when the chat template has
+    # one, Qwen3's enable_thinking or a <think> opening); settings/thinking.py resolves it before models load.
+    thinking: str = "auto"
     # Run journal (docs/resume.md): default beside lm-eval's --output_path; "off": none. Not a result's identity.
     journal: str | None = None
     preset: str | None = None
@@ -113,6 +117,8 @@ class Settings:
             bad("device_map", ", ".join(DEVICE_MAPS) + did_you_mean(self.device_map, DEVICE_MAPS))
         if self.overlap not in OVERLAP:
             bad("overlap", ", ".join(OVERLAP))
+        if self.thinking not in THINKING:
+            bad("thinking", ", ".join(THINKING) + did_you_mean(self.thinking, THINKING))
         self._check_backends()
 
     def _check_scorer_backend(self) -> None:
@@ -125,8 +131,7 @@ class Settings:
                              f"{self.scorer_backend} serves {', '.join(f'scorer={s}' for s in serving) or 'none'})")
 
     def _check_backends(self) -> None:
-        """Each role's backend takes its role; options of a backend no role runs on are refused; a backend whose
-        library is absent fails here (its install lines), before anything loads."""
+        """Each role's backend takes its role; options of a backend no role runs on are refused."""
         for role, backend in self.backends.items():
             backend_class(backend).check(role, self)
         for name, options in self.backend_options.items():
@@ -135,6 +140,10 @@ class Settings:
                 title = backend_class(name).title
                 raise ValueError(f"model_arg(s) {given} set {title} engine settings but no role runs on {title}; "
                                  f"set helper_backend, prm_backend or base_backend to {name}")
+
+    def require_libraries(self) -> None:
+        """An ImportError with the install lines for the first backend whose library is absent. Called after the
+        models are found, so that a run missing both hears of its models first (their table names them all)."""
         for backend in sorted(self.used_backends):
             backend_class(backend).require()
 

@@ -37,7 +37,8 @@ class VLLMBackend:
             return self.policies[role]
 
         llm = start_llm(model_folder(name), **self.engine_kwargs(role))
-        self.policies[role] = VLLMStepPolicy(llm, self.settings.sampling, name=role)
+        self.policies[role] = VLLMStepPolicy(llm, self.settings.sampling, name=role,
+                                             thinking=self.settings.thinking == "on")
         return self.policies[role]
 
     def resources(self) -> dict:

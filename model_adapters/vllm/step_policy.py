@@ -23,8 +23,8 @@ from .engine import VLLM_CALL
 
 
 class VLLMStepPolicy:
-    def __init__(self, llm, sampling: SamplingParams, name: str = "helper", tokenizer=None):
-        self.llm, self.sampling, self.name = llm, sampling, name
+    def __init__(self, llm, sampling: SamplingParams, name: str = "helper", tokenizer=None, thinking: bool = False):
+        self.llm, self.sampling, self.name, self.thinking = llm, sampling, name, thinking
         # The model's own transformers tokenizer (vLLM wraps its copy in another class): its fingerprint
         # equals the transformers base's when the vocabularies agree, so steps pass as token ids.
         self.tokenizer = tokenizer or _load_tokenizer(llm.llm_engine.model_config.tokenizer)
@@ -36,7 +36,7 @@ class VLLMStepPolicy:
 
     def start(self, key, conversation) -> int:
         with self.lock:
-            self.committed[key] = list(render_prompt(self.tokenizer, conversation))
+            self.committed[key] = list(render_prompt(self.tokenizer, conversation, self.thinking))
         return len(self.committed[key])
 
     def length(self, key) -> int:

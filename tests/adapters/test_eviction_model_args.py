@@ -30,3 +30,11 @@ def test_options_arrive_as_text_and_are_converted():
 def test_bad_eviction_settings_are_named(extra, message):
     with pytest.raises(ValueError, match=message):
         parse_model_args({**BASE, "mode": "bon", **extra})
+
+
+@pytest.mark.parametrize("name", ["random", "randomattention"])
+def test_an_evictor_that_draws_takes_the_runs_seed_unless_given_its_own(name):
+    assert parse_model_args({**BASE, "evictor": name, "seed": "5"}).eviction.evictor.random_seed == 5
+    assert parse_model_args({**BASE, "evictor": name, "seed": "5", "random_seed": "2"}).eviction.evictor.random_seed == 2
+    assert parse_model_args({**BASE, "evictor": "streamingllm", "seed": "5"}).eviction.evictor == \
+        EVICTORS["streamingllm"]()

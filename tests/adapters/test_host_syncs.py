@@ -29,11 +29,14 @@ CACHE_FILES = ("evicting_cache.py", "evicting_layer.py", "evicting_attention.py"
                "kvrescue_eval/eviction/")
 
 
-# R-KV on both architectures; and the protocol's other cache paths: per-slot state updated every step (h2o),
-# per-head validity (adakv), values handed over (criticalkv).
+# R-KV on every architecture; and the protocol's other cache paths: per-slot state updated every step (h2o),
+# per-head validity (adakv), values and the output projection handed over (criticalkv), which slots hold the
+# prompt (randomattention).
 @pytest.mark.parametrize("arch, attention, evictor", [("qwen2", "sdpa", "rkv"), ("llama", "eager", "rkv"),
+                                                      ("qwen3", "sdpa", "rkv"),
                                                       ("qwen2", "sdpa", "h2o"), ("qwen2", "sdpa", "adakv"),
-                                                      ("qwen2", "sdpa", "criticalkv")])
+                                                      ("qwen2", "sdpa", "criticalkv"),
+                                                      ("qwen2", "sdpa", "randomattention")])
 def test_decode_and_compression_read_nothing_back_but_the_sampled_tokens(monkeypatch, arch, attention, evictor):
     tokenizer = tiny_tokenizer()
     model = tiny_model(tokenizer, arch=arch, seed=3)

@@ -81,9 +81,9 @@ class Limits:
 def test_the_packages_own_tasks_keep_their_conversation_and_show_it(task_manager, models):
     """kv_recall's docs carry their conversation: without a chat template flag lm-eval's prompt is its two
     turns run together, which the testbed (trained on its chat template) cannot read; the model renders the
-    conversation and the request's arguments show it. With a system instruction the prompt is no longer
-    those two turns: the model receives lm-eval's text, as any model does."""
-    ours, hf = models
+    conversation and the request's arguments show it. A system instruction lengthens the system turn: plain
+    mode gives the model the conversation `--apply_chat_template` gives it."""
+    ours, _ = models
     manager = task_manager
     plain = requests_of(manager, "kv_recall", ours)
     doc = plain[0].doc
@@ -95,7 +95,11 @@ def test_the_packages_own_tasks_keep_their_conversation_and_show_it(task_manager
     chat = requests_of(manager, "kv_recall", ours, chat=True)
     assert [p.key for p in problems_of(plain, [Limits()] * 2)] == [p.key for p in problems_of(chat, [Limits()] * 2)]
     instructed = requests_of(manager, "kv_recall", ours, system=INSTRUCTION)
+    assert instructed[0].args[0] == f"{INSTRUCTION}\n\n{doc['system']}{doc['question']}"  # lm-eval's plain text
+    expected = [{"role": "system", "content": f"{INSTRUCTION}\n\n{doc['system']}"},
+                {"role": "user", "content": doc["question"]}]
+    assert conversation_of(instructed[0]) == expected
+    instructed_chat = requests_of(manager, "kv_recall", ours, chat=True, system=INSTRUCTION)
+    assert conversation_of(instructed_chat[0]) == expected
     show_model_input(instructed)
-    context = instructed[0].args[0]
-    assert context == f"{INSTRUCTION}\n\n{doc['system']}{doc['question']}"   # unchanged: what the model gets
-    assert render_prompt(hf.tokenizer, conversation_of(instructed[0])) == hf.tokenizer(context)["input_ids"]
+    assert json.loads(instructed[0].args[0]) == {"kvrescue-conversation": expected}

@@ -65,3 +65,23 @@ def test_the_lm_eval_model_logs_the_error_with_its_level_before_loading_anything
         KVRescueLM(preset="paper-72b", device="cpu")
     assert [r.levelname for r in caplog.records] == ["ERROR"]
     assert "hf download Qwen/Qwen2.5-Math-72B-Instruct" in caplog.records[0].getMessage()
+
+
+def test_missing_models_are_named_before_a_missing_backend_library(empty_hub_cache, monkeypatch, caplog):
+    """paper-7b runs roles on vLLM: on a machine with neither vLLM nor the weights the user first hears of every
+    missing model; once the models are there, of the library, in one line with its install command."""
+    import sys
+
+    from kvrescue_eval.model_adapters.lm_eval.model import KVRescueLM
+
+    monkeypatch.setitem(sys.modules, "vllm", None)  # how Python itself marks a module as unavailable
+    with caplog.at_level(logging.ERROR), pytest.raises(ModelsNotFound) as error:
+        KVRescueLM(preset="paper-7b", device="cpu")
+    for name in ("Qwen/Qwen2.5-Math-7B-Instruct", "Qwen/Qwen2.5-Math-1.5B-Instruct", "Qwen/Qwen2.5-Math-PRM-7B"):
+        assert f"hf download {name}" in str(error.value)
+    for name in ("Qwen/Qwen2.5-Math-7B-Instruct", "Qwen/Qwen2.5-Math-1.5B-Instruct", "Qwen/Qwen2.5-Math-PRM-7B"):
+        cache_snapshot(empty_hub_cache, name)
+    with pytest.raises(ImportError) as error:
+        KVRescueLM(preset="paper-7b", device="cpu")
+    message = str(error.value)
+    assert "\n" not in message and "vLLM is not installed" in message and "pip install" in message

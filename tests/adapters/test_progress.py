@@ -1,6 +1,5 @@
-"""The progress bar moves with every committed step (before any problem ends), counts resumed problems and their
-steps from the start, estimates its total once a problem has ended, labels each data-parallel rank, and writes
-the lines a sweep reads."""
+"""The progress bar counts problems against their exact number (resumed ones from the start), shows the committed
+steps moving before any problem ends, labels each data-parallel rank, and writes the lines a sweep reads."""
 
 import io
 import json
@@ -13,6 +12,10 @@ def finished(steps):
     return SimpleNamespace(stats={"steps": steps})
 
 
+def last_line(out: io.StringIO) -> str:
+    return out.getvalue().split("\r")[-1]
+
+
 def test_the_bar_moves_during_the_first_problem_with_tokens_per_second():
     out = io.StringIO()
     progress = Progress(3, 0, interval=0.0, file=out)
@@ -20,25 +23,32 @@ def test_the_bar_moves_during_the_first_problem_with_tokens_per_second():
         progress.on_event("decode", role=role, tokens=8)
         progress.on_event("commit", role=role)
     progress.on_event("abort", key=("p", 0), reason="entropy")
-    assert progress.bar.n == 4 and progress.bar.total is None     # no problem ended: no estimate yet
-    shown = out.getvalue()
-    assert "problems 0/3" in shown and "helper=75%" in shown and "early_exits=1" in shown and "tok/s=" in shown
-    assert " 4step" in shown.replace(" [", "")   # tqdm's count of steps without a total
+    shown = last_line(out)
+    assert "0/3" in shown and "steps=4" in shown and "helper=75%" in shown and "early_exits=1" in shown
     progress.on_event("finish", key=("p", 0), result=finished(4))
-    # one problem of 4 steps ended: 3 problems x 4 steps
-    assert progress.bar.total == 12 and "problems 1/3" in out.getvalue()
+    shown = last_line(out)
+    assert progress.bar.total == 3 and " 1/3 " in shown and "33%" in shown
     progress.close()
 
 
-def test_resumed_problems_and_their_steps_start_the_bar():
-    progress = Progress(10, 4, resumed_steps=20, interval=0.0, file=io.StringIO())
-    assert progress.bar.n == 20 and "problems 4/10, 4 resumed" in progress.bar.desc
-    assert progress.bar.total == 50                                # 20 steps / 4 problems x 10 problems
-    for _ in range(40):                                            # slower problems: never below what is done
+def test_no_total_is_estimated_and_no_separator_is_doubled():
+    out = io.StringIO()
+    progress = Progress(8, 0, interval=0.0, file=out)
+    for _ in range(30):                       # a long first problem: the total stays the 8 problems
         progress.on_event("commit", role="base")
-    assert progress.bar.n == 60 and progress.bar.total == 50       # the estimate only changes when one ends
-    progress.on_event("finish", key=("p", 1), result=finished(40))
-    assert progress.bar.total == 120                               # 60 steps / 5 problems x 10
+    progress.on_event("finish", key=("p", 0), result=finished(30))
+    progress.on_event("finish", key=("p", 1), result=finished(1))
+    progress.close()
+    assert progress.bar.total == 8 and "2/8" in last_line(out) and "25%" in last_line(out)
+    assert ": :" not in out.getvalue() and "kvrescue: problems: " in last_line(out)
+
+
+def test_resumed_problems_and_their_steps_start_the_bar():
+    out = io.StringIO()
+    progress = Progress(10, 4, resumed_steps=20, interval=0.0, file=out)
+    assert progress.bar.n == 4 and progress.bar.total == 10 and "problems, 4 resumed" in progress.bar.desc
+    progress.on_event("commit", role="base")
+    assert "steps=21" in last_line(out)
     progress.close()
 
 
@@ -59,5 +69,5 @@ def test_a_sweep_reads_the_progress_lines(tmp_path, monkeypatch):
     progress.on_event("finish", key=("p", 0), result=finished(1))
     progress.close()
     last = json.loads(record.read_text().splitlines()[-1])
-    assert {k: last[k] for k in ("rank", "problems", "done", "steps", "total_steps", "tokens")} == \
-        {"rank": 0, "problems": 2, "done": 1, "steps": 1, "total_steps": 2, "tokens": 5}
+    assert {k: last[k] for k in ("rank", "problems", "done", "steps", "tokens")} == \
+        {"rank": 0, "problems": 2, "done": 1, "steps": 1, "tokens": 5}

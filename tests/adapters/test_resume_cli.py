@@ -89,7 +89,8 @@ def test_a_run_killed_with_sigkill_resumes_to_the_uninterrupted_results(tmp_path
     assert info["totals"] == reference_info["totals"]
     assert (info["run"]["resumed"], info["run"]["generated"]) == (done, PROBLEMS - done)
     assert (reference_info["run"]["resumed"], reference_info["run"]["generated"]) == (0, PROBLEMS)
-    assert f"{done} of {PROBLEMS} problems already finished" in stderr and f"problems {done}/{PROBLEMS}, {done} resumed" in stderr
+    assert f"{done} of {PROBLEMS} problems already finished" in stderr
+    assert f"problems, {done} resumed:" in stderr and f"| {done}/{PROBLEMS} [" in stderr  # the bar starts at them
 
     assert len(glob.glob(str(tmp_path / "crashed" / "out" / "kvrescue-journals" / "*.jsonl"))) == 1
 

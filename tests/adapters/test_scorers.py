@@ -8,7 +8,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, Qwen2Config, Qwen2Model
+from transformers import (AutoModel, AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, Qwen2Config,
+                          Qwen3Config)
 
 from kvrescue_eval.engine.scoring import ScoreRequest
 from kvrescue_eval.model_adapters.scorers.qwen_prm_model import QwenPRM
@@ -41,18 +42,24 @@ def tiny_tokenizer(tmp_path, name):
     return tokenizer
 
 
-@pytest.fixture(scope="module")
-def prm_checkpoint(tmp_path_factory):
+@pytest.fixture(scope="module", params=["qwen2", "qwen3"])
+def prm_checkpoint(tmp_path_factory, request):
     """A random PRM saved as the real checkpoint is: decoder under `model.`, head under `score.0.`/`score.2.`,
-    sharded in two files with an index, plus an lm_head the PRM must ignore."""
+    sharded in two files with an index, plus an lm_head the PRM must ignore. The decoder is Qwen2's (as in
+    Qwen2.5-Math-PRM) or Qwen3's (per-head norms of queries and keys, away from the identity)."""
     torch.manual_seed(0)
     folder = tmp_path_factory.mktemp("prm")
     tokenizer = tiny_tokenizer(folder.parent, folder.name)
-    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                         initializer_range=0.2, architectures=["Qwen2ForProcessRewardModel"])
+    config_class, architecture = {"qwen2": (Qwen2Config, "Qwen2ForProcessRewardModel"),
+                                  "qwen3": (Qwen3Config, "Qwen3ForProcessRewardModel")}[request.param]
+    config = config_class(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=1024,
+                          initializer_range=0.2, architectures=[architecture])
     config.save_pretrained(folder)
-    decoder = {f"model.{k}": v for k, v in Qwen2Model(config).state_dict().items()}
+    decoder = {f"model.{k}": v for k, v in AutoModel.from_config(config).state_dict().items()}
+    for key, weight in decoder.items():
+        if key.endswith(("q_norm.weight", "k_norm.weight")):
+            weight.uniform_(0.5, 1.5)
     head = {"score.0.weight": torch.randn(32, 32) * 0.5, "score.0.bias": torch.randn(32) * 0.5,
             "score.2.weight": torch.randn(2, 32) * 0.5, "score.2.bias": torch.randn(2) * 0.5,
             "lm_head.weight": torch.randn(len(tokenizer), 32)}
@@ -65,13 +72,13 @@ def prm_checkpoint(tmp_path_factory):
 
 
 def reference_rewards(folder, config, tensors, steps, question=QUESTION, system=SYSTEM):
-    """Rewards at every "<extra_0>" of the model card's input, from transformers' Qwen2Model and the
+    """Rewards at every "<extra_0>" of the model card's input, from transformers' decoder model and the
     head applied by hand: softmax(W2 relu(W0 h + b0) + b2)[1]."""
     tokenizer = AutoTokenizer.from_pretrained(folder)  # as the model card does: Qwen2Tokenizer here
     messages = [{"role": "system", "content": system}, {"role": "user", "content": question},
                 {"role": "assistant", "content": "<extra_0>".join(steps) + "<extra_0>"}]
     ids = tokenizer(tokenizer.apply_chat_template(messages, tokenize=False), add_special_tokens=False).input_ids
-    decoder = Qwen2Model(config).eval()
+    decoder = AutoModel.from_config(config).eval()
     decoder.load_state_dict({k[len("model."):]: v for k, v in tensors.items() if k.startswith("model.")})
     with torch.no_grad():
         hidden = decoder(torch.tensor([ids])).last_hidden_state[0]
@@ -96,6 +103,13 @@ def test_prm_checkpoint_with_wrong_keys_names_them(prm_checkpoint, tmp_path):
     renamed = {("score.1.weight" if k == "score.2.weight" else k): v.contiguous() for k, v in tensors.items()}
     save_file(renamed, tmp_path / "model.safetensors")
     with pytest.raises(ValueError, match=r"missing 1 key\(s\): score\.2\.weight; unexpected 1 key\(s\): score\.1"):
+        QwenPRM.from_pretrained(tmp_path)
+
+
+def test_prm_checkpoint_of_another_decoder_is_refused_naming_the_valid_ones(tmp_path):
+    LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                num_attention_heads=4).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match=r"PRM of model_type 'llama'.*model_type qwen2, qwen3"):
         QwenPRM.from_pretrained(tmp_path)
 
 

@@ -33,7 +33,8 @@ STRICT_FULL_MATH = [[1], [1], [0], [0]]
 
 def stats(steps, helper_steps, early_exits, degenerated, base_tokens=1000.0):
     return {"steps": steps, "output_tokens": 10.0 * steps, "base_tokens": base_tokens, "helper_tokens": 100.0 * helper_steps,
-            "helper_steps": helper_steps, "early_exits": early_exits, "early_exit_entropy": early_exits / 2,
+            "helper_steps": helper_steps, "shared_steps": helper_steps / 4, "early_exits": early_exits,
+            "early_exit_entropy": early_exits / 2,
             "early_exit_gzip": early_exits / 2, "degenerated": degenerated}
 
 

@@ -14,7 +14,7 @@ from lm_eval.loggers import EvaluationTracker
 
 from kvrescue_eval.run_record import RunRecord
 
-STAT_KEYS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helper_steps", "early_exits",
+STAT_KEYS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helper_steps", "shared_steps", "early_exits",
              "early_exit_entropy", "early_exit_gzip", "degenerated")
 
 

@@ -120,6 +120,12 @@ def test_helper_share_of_committed_steps(report):
     assert one(report[1], "helper_share", budget=128, benchmark="aime24")["helper_share"] == pytest.approx(4 / 16)
 
 
+def test_share_of_steps_both_models_proposed(report):
+    # shared_steps = helper_steps / 4 in the synthetic runs: budget 64 averages seeds 0 and 1 (1.0 and 1.5 of 12)
+    assert one(report[1], "helper_share", budget=64, benchmark="math500")["shared_share"] == pytest.approx(1.25 / 12)
+    assert one(report[1], "helper_share", budget=128, benchmark="aime24")["shared_share"] == pytest.approx(1 / 16)
+
+
 def test_markdown_table5_layout(report):
     text = (report[0] / "report.md").read_text()
     rescue64 = next(line for line in text.splitlines()

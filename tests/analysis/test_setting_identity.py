@@ -118,3 +118,9 @@ def test_the_same_setting_over_seeds_pools_and_has_no_variant(tmp_path):
     (cell,) = analysis.cells
     assert (cell.setting.variant, cell.accuracy.count, cell.accuracy.mean) == (None, 2, 0.75)
     assert analysis.not_pooled == []
+
+
+def test_seeds_run_in_and_out_of_thinking_mode_are_not_pooled(tmp_path):
+    analysis = runs(tmp_path, ("bon", [[1], [1], [0], [0]], info("bon", seed=0, thinking="on")),
+                    ("bon", [[1], [1], [1], [1]], info("bon", seed=1, thinking="off")))
+    assert sorted(c.setting.variant for c in analysis.cells) == ["thinking=off", "thinking=on"]

@@ -192,6 +192,29 @@ def test_continuous_batching_gives_each_problem_its_trajectory_alone(tokenizer, 
         assert (alone.text, alone.stats, alone.sources) == (expected.text, expected.stats, expected.sources)
 
 
+class TiedScorer(ScriptedScorer):
+    """Every candidate scores the same: each step is a tie over all of them."""
+
+    def score(self, requests):
+        return [[0.0] * len(r.candidates) for r in requests]
+
+
+def test_ties_are_drawn_per_step_not_given_to_the_base_and_do_not_depend_on_batching(tokenizer, models):
+    base_model, helper_model = models
+
+    def engine(in_flight):
+        return Engine(policy(base_model, tokenizer, BUDGET), policy(helper_model, tokenizer), TiedScorer(),
+                      EngineConfig(n_base=2, n_helper=2, max_steps=6, max_step_tokens=12,
+                                   max_problems_in_flight=in_flight))
+
+    batched = engine(3).run(problems(4))
+    sources = [source for result in batched for source in result.sources]
+    assert 0 < sources.count("helper") < len(sources)     # the first-of-best rule gave every step to the base
+    for index, expected in enumerate(batched):
+        alone = engine(1).run([problems(4)[index]])[0]
+        assert (alone.text, alone.sources) == (expected.text, expected.sources)
+
+
 def test_rows_of_several_problems_in_one_forward_pass_match_each_alone(tokenizer, models):
     base_model, _ = models
     uneven = [Problem(i, [{"role": "user", "content": "Compute step by step. " * (i + 1)}]) for i in range(3)]

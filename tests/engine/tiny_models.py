@@ -2,7 +2,8 @@
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+from transformers import (LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM,
+                          Qwen3Config, Qwen3ForCausalLM)
 
 CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
                  "{% if add_generation_prompt %}<|assistant|>{% endif %}")
@@ -23,17 +24,26 @@ def tiny_tokenizer(vocab_size: int = 300) -> PreTrainedTokenizerFast:
     return tok
 
 
+ARCHS = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM),
+         "qwen3": (Qwen3Config, Qwen3ForCausalLM)}
+
+
 def tiny_model(tokenizer, arch: str = "llama", seed: int = 0, layers: int = 2, scale: float = 1.0):
-    """A random model; `scale` multiplies the output embedding (larger: peakier, lower-entropy)."""
+    """A random model; `scale` multiplies the output embedding (larger: peakier, lower-entropy). Qwen3's
+    per-head norms of queries and keys get weights away from 1."""
     torch.manual_seed(seed)
     common = dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                  num_attention_heads=4, num_key_value_heads=2, head_dim=8, max_position_embeddings=4096,
                   eos_token_id=tokenizer.eos_token_id, tie_word_embeddings=False)
-    config = (LlamaConfig if arch == "llama" else Qwen2Config)(**common)
+    config_class, model_class = ARCHS[arch]
+    config = config_class(**common)
     config._attn_implementation = "sdpa"
-    model = (LlamaForCausalLM if arch == "llama" else Qwen2ForCausalLM)(config).float().eval()
+    model = model_class(config).float().eval()
     with torch.no_grad():
         model.lm_head.weight.mul_(scale)
+        for name, weight in model.named_parameters():
+            if name.endswith(("q_norm.weight", "k_norm.weight")):
+                weight.uniform_(0.5, 1.5)
     return model
 
 

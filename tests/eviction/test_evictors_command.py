@@ -15,7 +15,11 @@ def test_lists_every_evictor_with_options_defaults_references_and_needs(capsys):
     assert rows["rkv"]["options"] == {"pool_kernel": 7, "mix_lambda": 0.1}
     assert rows["adakv"]["options"]["alpha_safeguard"] == 0.2 and rows["adakv"]["needs"] == ["head budgets"]
     assert rows["h2o"]["needs"] == ["per-slot state"] and rows["pyramidkv"]["needs"] == ["layer budgets"]
-    assert rows["criticalkv"]["needs"] == ["values"] and "arXiv:2502.03805" in rows["criticalkv"]["reference"]
+    assert rows["criticalkv"]["needs"] == ["values and the output projection"]
+    assert "arXiv:2502.03805" in rows["criticalkv"]["reference"]
+    assert rows["randomattention"]["needs"] == ["prompt slots"] and rows["randomattention"]["options"] == {
+        "random_seed": 0}
+    assert "arXiv 2609.03430" in rows["randomattention"]["reference"]
     assert "arXiv:2306.14048" in rows["h2o"]["reference"]
 
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from kvrescue_eval.eviction import (AdaKV, CacheView, CriticalKV, EvictionSchedule, KeyDiff, RKV, SnapKV, TOVA,
-                                    chunk_attention, key_redundancy, window_importance)
+                                    chunk_attention, key_redundancy, output_projection_heads,
+                                    window_importance)
 
 from .helpers import heads
 
@@ -74,16 +75,52 @@ def test_adakv_caps_a_head_and_gives_the_rest_to_the_others():
     assert held(1.5) == [[0, 1, 2, 5], [3, 5]]
 
 
-def test_criticalkv_keeps_half_by_score_and_the_rest_by_score_times_value_norm():
-    # KNorm scores on head_dim 1: keys (1, 2, 3, 4 | window); values' L1 norms (0.1, 10, 10, 1).
-    keys, values = heads([[1], [2], [3], [4], [0]]), heads([[0.1], [10], [-10], [1], [0]])
-    view = CacheView(torch.zeros(1, 1, 1, 1), keys, 1, values)
-    # k = 2: the first by score alone is slot 0 (score -1); then (score + eps) * norm: slot 1 -20, slot 2 -30,
-    # slot 3 -4: slot 3. Without values KNorm would keep slots 0 and 1.
+def test_criticalkv_keeps_half_by_score_and_the_rest_by_score_times_projected_value_norm():
+    # KNorm scores on head_dim 1: keys (1, 2, 3, 4 | window) score (-1, -2, -3, -4). Values (dim 2):
+    # (0.1, 0), (10, 0), (0, 10), (1, 1). Two query heads share the KV head; o_proj.weight (hidden 2, 2 x 2):
+    # head 0's slice [[1, 0], [0, 0.01]], head 1's [[2, 0], [0, 0]], so ||W_o^0 v||_1 = |v1| + 0.01 |v2| and
+    # ||W_o^1 v||_1 = 2 |v1|: the mean over the group is (3 |v1| + 0.01 |v2|) / 2 = 0.15, 15, 0.05, 1.505.
+    keys, values = heads([[1], [2], [3], [4], [0]]), heads([[0.1, 0], [10, 0], [0, 10], [1, 1], [0, 0]])
+    weight = torch.tensor([[1.0, 0.0, 2.0, 0.0], [0.0, 0.01, 0.0, 0.0]])
+    view = CacheView(torch.zeros(1, 2, 1, 1), keys, 1, values, out_proj=output_projection_heads(weight, 2))
+    # k = 2: the first by score alone is slot 0; then score x norm: slot 1 -30, slot 2 -0.15, slot 3 -6.02: slot 2.
+    # With ||v||_1 (0.1, 10, 10, 2; W_o = identity) slot 3 would win (-8 against -20 and -30).
     kept = EvictionSchedule(CriticalKV(scores="knorm", epsilon=0.0), 3, window=1).select(view)
-    assert kept.index.tolist() == [[[0, 3, 4]]]
+    assert kept.index.tolist() == [[[0, 2, 4]]]
+    identity = CacheView(torch.zeros(1, 2, 1, 1), keys, 1, values, out_proj=output_projection_heads(torch.eye(4), 2))
+    assert EvictionSchedule(CriticalKV(scores="knorm", epsilon=0.0), 3, window=1).select(identity).index.tolist() == \
+        [[[0, 3, 4]]]
     with pytest.raises(ValueError, match="value-aware"):
-        EvictionSchedule(CriticalKV(), 3, window=1).select(CacheView(torch.zeros(1, 1, 1, 1), keys, 1))
+        EvictionSchedule(CriticalKV(), 3, window=1).select(CacheView(torch.zeros(1, 2, 1, 1), keys, 1, values))
+
+
+def test_criticalkv_on_random_tensors_keeps_what_its_formula_keeps():
+    # GQA (4 query heads on 2 KV heads), a random W_o; the expected kept sets from the paper's formula, slot by slot
+    generator = torch.Generator().manual_seed(11)
+    batch, q_heads, kv_heads, length, dim, hidden, window, budget = 2, 4, 2, 30, 3, 5, 4, 14
+    keys = torch.randn(batch, kv_heads, length, dim, generator=generator)
+    values = torch.randn(batch, kv_heads, length, dim, generator=generator)
+    weight = torch.randn(hidden, q_heads * dim, generator=generator)
+    view = CacheView(torch.zeros(batch, q_heads, window, dim), keys, window, values,
+                     out_proj=output_projection_heads(weight, q_heads))
+    kept = EvictionSchedule(CriticalKV(scores="knorm"), budget, window=window).select(view).index
+    picks, candidates = budget - window, length - window
+    first = picks // 2
+    for row in range(batch):
+        for kv in range(kv_heads):
+            score = [-float(keys[row, kv, slot].norm()) for slot in range(candidates)]
+            norm = []
+            for slot in range(candidates):
+                per_head = []
+                for member in range(q_heads // kv_heads):
+                    h = kv * (q_heads // kv_heads) + member
+                    w_h = weight[:, h * dim:(h + 1) * dim]                   # W_o^h: (hidden, dim)
+                    per_head.append(sum(abs(float(w_h[j] @ values[row, kv, slot])) for j in range(hidden)))
+                norm.append(sum(per_head) / len(per_head))
+            by_score = sorted(range(candidates), key=lambda slot: -score[slot])[:first]
+            rest = sorted((slot for slot in range(candidates) if slot not in by_score),
+                          key=lambda slot: -(score[slot] + 1e-4) * norm[slot])[:picks - first]
+            assert kept[row, kv].tolist() == sorted(by_score + rest) + list(range(candidates, length))
 
 
 @pytest.mark.parametrize("scorer", [SnapKV(pool_kernel=3), RKV(pool_kernel=3), TOVA(), KeyDiff()])

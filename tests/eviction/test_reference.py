@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from kvrescue_eval.eviction import (AdaKV, CacheView, CriticalKV, EvictionSchedule, PyramidKV, SnapKV, StreamingLLM,
-                                    build_evictor, select_kept)
+                                    build_evictor, output_projection_heads, select_kept)
 
 REFERENCE = Path(__file__).parent / "reference"
 KVPRESS = torch.load(REFERENCE / "kvpress_cases.pt")
@@ -20,9 +20,12 @@ H2O_CASES = torch.load(REFERENCE / "h2o_cases.pt")
 CASES = ("gqa", "one_kv_head")
 
 
-def ours(evictor, case):
+def ours(evictor, case, out_proj=None):
+    """Our kept slots on a case; `out_proj`: the output projection weight (default: the case's random W_o)."""
     schedule = EvictionSchedule(evictor, case["budget"], window=case["window"])
-    return schedule.select(CacheView(case["queries"], case["keys"], case["window"], case["values"]))
+    weight = case["out_proj"] if out_proj is None else out_proj
+    return schedule.select(CacheView(case["queries"], case["keys"], case["window"], case["values"],
+                                     out_proj=output_projection_heads(weight, case["queries"].shape[1])))
 
 
 def candidate_sets(kept, window):
@@ -37,11 +40,11 @@ def as_sets(index):
 
 
 @pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("method, evictor", [("knorm", "knorm"), ("keydiff", "keydiff"),
-                                             ("random", build_evictor("random", random_seed=7))])
-def test_presses_that_score_every_slot_keep_the_same_candidates(case, method, evictor):
+@pytest.mark.parametrize("method, options", [("knorm", {}), ("keydiff", {}), ("random", {"random_seed": 7})])
+def test_presses_that_score_every_slot_keep_the_same_candidates(case, method, options):
+    # random: the first compression of a fresh evictor draws what RandomPress(seed=7) draws (later ones draw afresh)
     data = KVPRESS[case]
-    assert candidate_sets(ours(evictor, data), data["window"]) == as_sets(data["kept"][method])
+    assert candidate_sets(ours(build_evictor(method, **options), data), data["window"]) == as_sets(data["kept"][method])
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -72,10 +75,14 @@ def test_adakv_head_cap_is_our_difference():
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_criticalkv_with_identity_output_projection_keeps_what_kvpress_keeps(case):
+def test_criticalkv_with_a_random_output_projection_keeps_what_kvpress_keeps(case):
     data = KVPRESS[case]
     kept = ours(CriticalKV(scores="knorm", first_stage_ratio=0.5), data)
     assert candidate_sets(kept, data["window"]) == as_sets(data["kept"]["criticalkv"])
+    # the case sees W_o: weighing ||v||_1 (W_o = identity) instead keeps other slots
+    identity = torch.eye(data["out_proj"].shape[0])
+    assert candidate_sets(ours(CriticalKV(scores="knorm"), data, identity), data["window"]) != \
+        as_sets(data["kept"]["criticalkv"])
 
 
 def test_tova_scores_as_kvpress_with_one_kv_head_and_chooses_per_head_otherwise():

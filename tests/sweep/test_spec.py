@@ -2,13 +2,14 @@
 names, overrides, the paper's grid, bad input; where an arm stands from its folder; slots."""
 
 import json
+import re
 
 import pytest
 
 from kvrescue_eval.sweep import state
 from kvrescue_eval.sweep.arms import expand
 from kvrescue_eval.sweep.slots import check_device, slots
-from kvrescue_eval.sweep.spec import SpecError, load
+from kvrescue_eval.sweep.spec import SpecError, load, paper_spec_text
 
 GRID = """
 tasks: kv_recall
@@ -109,6 +110,8 @@ def test_the_papers_grid():
     assert {dict(arm.model_args).get("budget") for arm in arms if arm.mode in ("rescue", "bon")} == {
         "64", "128", "256", "512"}
     assert len(expand(load(paper=True, only=["preset=paper-7b"]))) == 20
+    comment = re.search(r"# (\d+) arms", paper_spec_text())
+    assert comment and int(comment.group(1)) == len(arms)   # the count the file's own header quotes
 
 
 @pytest.mark.parametrize("text, where, what", [

@@ -26,12 +26,14 @@ def task_yaml(task):
     return yaml.load((TASKS / task / f"{task}.yaml").read_text(), Loader=_Loader)
 
 
-def test_the_table_is_the_papers_protocol():
-    # MANIFEST.md's row counts; 5 seeds on AIME24 and AMC23, one on the others; boxed and correct
+def test_the_table_is_the_papers_protocol_and_aime25():
+    # MANIFEST.md's row counts; 5 seeds on AIME24 and AMC23, one on the others; boxed and correct. AIME 2025
+    # (not in the paper) has 5 seeds like AIME24.
     assert {(b.name, b.task, b.problems, b.seeds, b.metric) for b in benchmarks.TABLE.values()} == {
         ("math500", "math500", 500, 1, "exact_match_boxed"), ("aime24", "aime24_qwen", 30, 5, "exact_match_boxed"),
         ("amc23", "amc23", 40, 5, "exact_match_boxed"), ("gsm8k", "gsm8k_qwen", 1319, 1, "exact_match_boxed"),
-        ("olympiadbench", "olympiadbench", 675, 1, "exact_match_boxed")}
+        ("olympiadbench", "olympiadbench", 675, 1, "exact_match_boxed"),
+        ("aime25", "aime25_qwen", 30, 5, "exact_match_boxed")}
 
 
 @pytest.mark.parametrize("row", benchmarks.TABLE.values(), ids=lambda row: row.name)
@@ -56,7 +58,7 @@ def test_the_suite_group_is_the_papers_five_benchmarks_tasks():
 def test_an_unknown_benchmark_names_the_table():
     with pytest.raises(ValueError, match=r"'toy'.*math500, aime24, amc23, gsm8k, olympiadbench"):
         benchmarks.benchmark("toy")
-    with pytest.raises(ValueError, match=r"olympiadbench'. .the benchmark table.*got 'toy'"):
+    with pytest.raises(ValueError, match=r"olympiadbench', 'aime25'. .the benchmark table.*got 'toy'"):
         grading.parse_gold({"answer": "1"}, "toy")
 
 

@@ -15,7 +15,7 @@ from lm_eval_cli import LM_EVAL, run_lm_eval
 
 OURS = {"math500": 500, "amc23": 40, "olympiadbench": 675, "aime24_qwen": 30, "gsm8k_qwen": 1319}
 SEEDS = {"math500": 1, "amc23": 5, "olympiadbench": 1, "aime24_qwen": 5, "gsm8k_qwen": 1}
-STAT_METRICS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helper_steps", "early_exits",
+STAT_METRICS = ("steps", "output_tokens", "base_tokens", "helper_tokens", "helper_steps", "shared_steps", "early_exits",
                 "early_exit_entropy", "early_exit_gzip", "degenerated")
 
 # Gold answers that the grader cannot match even against themselves, boxed: (mode, task, doc_id) -> why.
@@ -28,9 +28,9 @@ def test_lm_eval_lists_our_tasks_next_to_the_builtins():
                              env={**os.environ, "HF_HUB_OFFLINE": "1"}).stdout
     rows = {cells[1].strip(): cells[2].strip() for line in listing.splitlines()
             if len(cells := line.split("|")) > 3}
-    for name in [*OURS, "kvrescue_math"]:
+    for name in [*OURS, "kvrescue_math", "aime25_qwen"]:
         assert rows.get(name, "").endswith(f"{name}.yaml") and "lm_eval/tasks" not in rows[name], name
-    for builtin in ("gsm8k", "aime24", "hellaswag"):
+    for builtin in ("gsm8k", "aime24", "aime25", "hellaswag"):
         assert rows.get(builtin, "").startswith("lm_eval/tasks/"), builtin
 
 

@@ -96,3 +96,37 @@ def test_lm_eval_computes_the_standard_errors_our_aggregations_carry():
         0.5 / math.sqrt(3))
     assert evaluator_utils.stderr_for_metric(mean, 100000) is mean_stderr      # lm-eval's own, unchanged
     assert evaluator_utils.stderr_for_metric(seed_metrics.mean_over_seeds, 0) is None   # --bootstrap_iters 0
+
+
+def test_votes_follow_each_metrics_answers():
+    """maj@4 by metric: under exact_match the unboxed 17s (by the harness's fallbacks) outvote the boxed 16s;
+    under exact_match_boxed only boxed answers vote, and the 16s win. pass@k counts each metric's verdicts."""
+    from kvrescue_eval.repeat_statistics import RepeatPlan
+
+    doc = {"question": "q", "answer": "#### 17"}
+    responses = ["So \\boxed{16}.", "The answer is 17.", "So \\boxed{16}.", "It is 17", "The answer is 17."][:4]
+    plan = RepeatPlan.from_metadata({}, default_repeats=4, metrics=["exact_match", "exact_match_boxed"])
+    metrics = seed_metrics.score_responses(doc, [responses], benchmark="gsm8k", plan=plan)
+    assert metrics["exact_match"] == [0, 1, 0, 1] and metrics["exact_match_boxed"] == [0, 0, 0, 0]
+    assert metrics["exact_match_maj_at_4"] == 0      # 2 - 2: the first answer, a boxed 16, wins the tie
+    assert metrics["exact_match_maj_at_2"] == 0      # 16 vs 17: the first, 16
+    assert metrics["exact_match_boxed_maj_at_4"] == 0
+    assert metrics["exact_match_pass_at_2"] == pytest.approx(1 - 1 / 6)  # C(2,2) / C(4,2)
+    assert metrics["exact_match_boxed_pass_at_4"] == 0.0
+    right = seed_metrics.score_responses(doc, [["The answer is 17.", "So \\boxed{16}.", "It is 17", "x"]],
+                                         benchmark="gsm8k", plan=plan)
+    assert right["exact_match_maj_at_4"] == 1        # 17 twice (the last number of "x" is none: no vote)
+    assert right["exact_match_boxed_maj_at_4"] == 0  # the one boxed answer, 16
+
+
+def test_math_verify_sits_beside_exact_match_and_its_absence_changes_nothing_else(monkeypatch):
+    from kvrescue_eval import grading
+
+    doc = {"question": "q", "answer": "#### 17"}
+    responses = [["So \\boxed{17}.", "So \\boxed{16}.", "We get $17$.", "no idea"]]
+    with_it = seed_metrics.score_responses(doc, responses, benchmark="gsm8k")
+    assert with_it["exact_match_math_verify"] == [1, 0, 1, 0]
+    monkeypatch.setitem(__import__("sys").modules, "math_verify", None)  # as if the extra were not installed
+    assert not grading.math_verify_available()
+    without = seed_metrics.score_responses(doc, responses, benchmark="gsm8k")
+    assert without == {k: v for k, v in with_it.items() if "math_verify" not in k}

@@ -52,7 +52,7 @@ def test_bad_eviction_settings_and_model_types_are_refused(tmp_path):
         eviction_settings("rkv", budget=64, pool_size=3)
     with pytest.raises(ValueError, match="budget must be larger than window"):
         eviction_settings("snapkv", budget=8, window=8)
-    with pytest.raises(ValueError, match="serves model types llama, qwen2; got 'gemma'.*base_backend=hf"):
+    with pytest.raises(ValueError, match="serves model types llama, qwen2, qwen3; got 'gemma'.*base_backend=hf"):
         engine_overrides("gemma", eviction_settings("rkv", budget=64))
     (tmp_path / "config.json").write_text('{"model_type": "mistral"}')
     with pytest.raises(ValueError, match="'mistral': use base_backend=hf"):

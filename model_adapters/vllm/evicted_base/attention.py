@@ -1,6 +1,6 @@
 """The evicted attention layer: a vLLM `AttentionLayerBase` that owns its KV as one state block per request.
 
-It replaces `self_attn.attn` of vLLM's own Qwen2 and Llama layers (`models.py`): it receives the post-RoPE
+It replaces `self_attn.attn` of vLLM's own Qwen2, Qwen3 and Llama layers (`models.py`): it receives the post-RoPE
 q, k, v of the step's tokens (positions are vLLM's, the true token count), and for every request appends,
 attends over the slots its block keeps (causal inside a chunk), keeps the last `window` queries, and
 compresses per KV head on the schedule of `kvrescue_eval.eviction.EvictionSchedule` (`evict_step.py`).
@@ -28,10 +28,12 @@ OP_NAME = "kvrescue_evicted_attention"
 
 
 class EvictedAttention(nn.Module, AttentionLayerBase):
-    """Constructed in place of vLLM's `Attention(num_heads, head_size, scale, num_kv_heads, prefix=...)`."""
+    """Constructed in place of vLLM's `Attention(num_heads, head_size, scale, num_kv_heads, prefix=...)`, with the
+    attention module's o_proj weight where the evictor reads it (`out_proj`, see `models.evict_layers`)."""
 
     def __init__(self, num_heads: int, head_size: int, scale: float, num_kv_heads: int, *, schedule: EvictionSchedule,
-                 layer: int, num_layers: int, prefix: str, dtype: torch.dtype, page_bytes: int | None = None):
+                 layer: int, num_layers: int, prefix: str, dtype: torch.dtype, page_bytes: int | None = None,
+                 out_proj: torch.Tensor | None = None):
         super().__init__()
         from vllm.config import get_current_vllm_config
 
@@ -41,7 +43,7 @@ class EvictedAttention(nn.Module, AttentionLayerBase):
         self.layout = BlockLayout.of(schedule, layer, num_layers, kv_heads=num_kv_heads, q_heads=num_heads,
                                      head_dim=head_size, dtype=dtype)
         self.page_bytes = page_bytes or self.layout.nbytes()
-        self.step = LayerStep(schedule, layer, num_layers, scale)
+        self.step = LayerStep(schedule, layer, num_layers, scale, out_proj)   # held by the step: not a parameter here
         self.counts: dict[int, int] = {}
         self.compressions = 0   # rows compressed so far (a host count, for tests and statistics)
         self.views = None

@@ -1,5 +1,5 @@
 """The evicted base policy on vLLM from model_args: `base_backend=vllm` in the modes whose base evicts
-(rescue, bon). Reads the checkpoint's model type (Qwen2 and Llama are served) and the eviction settings
+(rescue, bon). Reads the checkpoint's model type (Qwen2, Qwen3 and Llama are served) and the eviction settings
 (`evictor` with its options, `budget`, `buffer`, `window`), refuses what breaks the state semantics before
 anything loads (engine_args.py), then starts the engine in this process."""
 
@@ -45,4 +45,5 @@ def evicted_base_policy(folder, settings, engine_kwargs: dict):
                                 on_cpu=str(settings.device).startswith("cpu"))
     llm = start_llm(str(folder), **kwargs)
     tokenizer = _load_tokenizer(folder)
-    return VLLMEvictedPolicy(llm, settings.sampling, tokenizer, eos_token_ids(llm, tokenizer), name="base")
+    return VLLMEvictedPolicy(llm, settings.sampling, tokenizer, eos_token_ids(llm, tokenizer), name="base",
+                             thinking=settings.thinking == "on")

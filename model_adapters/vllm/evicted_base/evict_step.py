@@ -10,7 +10,7 @@ seen), so neither path reads a value back from the device.
 
 import torch
 
-from kvrescue_eval.eviction import CacheView, EvictionSchedule
+from kvrescue_eval.eviction import CacheView, EvictionSchedule, output_projection_heads
 
 from .state_block import BlockViews
 
@@ -31,10 +31,13 @@ def grouped_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Ten
 
 
 class LayerStep:
-    """One layer's schedule and place (`layer` of `num_layers`), applied to its blocks."""
+    """One layer's schedule and place (`layer` of `num_layers`), applied to its blocks; `out_proj`: the layer's
+    o_proj weight (hidden, q_heads * head_dim), which value-aware evictors read (None: not handed)."""
 
-    def __init__(self, schedule: EvictionSchedule, layer: int, num_layers: int, scaling: float):
+    def __init__(self, schedule: EvictionSchedule, layer: int, num_layers: int, scaling: float,
+                 out_proj: torch.Tensor | None = None):
         self.schedule, self.layer, self.num_layers, self.scaling = schedule, layer, num_layers, scaling
+        self.out_proj = out_proj
 
     def _where(self) -> tuple[int, int]:
         return self.layer, self.num_layers
@@ -54,6 +57,8 @@ class LayerStep:
             views.state[at] = 0.0
         if views.valid is not None:
             views.valid[at] = True
+        if views.prompt is not None:
+            views.prompt[at] = False
         width = max(counts) + 1
         keys, values = views.keys[block_index, :, :width], views.values[block_index, :, :width]
         mask = None
@@ -101,6 +106,10 @@ class LayerStep:
         else:
             mask = causal[None, None]
         out = grouped_attention(query[None], keys, values, mask, self.scaling)[0]
+        prompt = None
+        if views.prompt is not None:   # a request's first chunk is its prompt (chunked prefill is refused)
+            prompt = torch.cat([views.prompt[block, :, :count], key.new_full((key.shape[0], q_length), seen_before == 0,
+                                                                              dtype=torch.bool)], dim=1)[None]
         window = self.schedule.window
         ring = (views.queries[block] if seen_before > 0 else query.new_zeros(query.shape[0], window, query.shape[2]))
         views.queries[block] = (torch.cat([ring[:, q_length:], query], dim=1) if q_length < window
@@ -112,8 +121,10 @@ class LayerStep:
             state = self.schedule.observe(state, query[None], keys, valid)
         if self.schedule.compresses(length, seen_before, *self._where()):
             return out, self._select_and_write(views, torch.tensor([block], device=device), keys, values, state, valid,
-                                               views.queries[block][None])
+                                               views.queries[block][None], prompt)
         views.keys[block, :, count:length], views.values[block, :, count:length] = key, value
+        if prompt is not None:
+            views.prompt[block, :, count:length] = prompt[0, :, count:]
         if state is not None:
             views.state[block, :, :length] = state[0]
         if views.valid is not None:
@@ -125,12 +136,16 @@ class LayerStep:
         """Compress blocks that each hold `count` slots, in place."""
         state = None if views.state is None else views.state[blocks, :, :count]
         valid = None if views.valid is None else views.valid[blocks, :, :count]
+        prompt = None if views.prompt is None else views.prompt[blocks, :, :count]
         return self._select_and_write(views, blocks, views.keys[blocks, :, :count], views.values[blocks, :, :count],
-                                      state, valid, views.queries[blocks])
+                                      state, valid, views.queries[blocks], prompt)
 
-    def _select_and_write(self, views: BlockViews, blocks: torch.Tensor, keys, values, state, valid, queries) -> int:
+    def _select_and_write(self, views: BlockViews, blocks: torch.Tensor, keys, values, state, valid, queries,
+                          prompt=None) -> int:
         """The schedule's selection over (rows, kv_heads, L) slots, written to the blocks' first columns."""
-        kept = self.schedule.select(CacheView(queries, keys, self.schedule.window, values, state, valid, *self._where()))
+        out_proj = None if self.out_proj is None else output_projection_heads(self.out_proj, queries.shape[1])
+        kept = self.schedule.select(CacheView(queries, keys, self.schedule.window, values, state, valid, *self._where(),
+                                              prompt, out_proj))
         index = kept.index
         width = index.shape[-1]
 
@@ -138,6 +153,8 @@ class LayerStep:
             return slots.gather(2, index[..., None].expand(-1, -1, -1, slots.shape[-1]))
 
         views.keys[blocks, :, :width], views.values[blocks, :, :width] = take(keys), take(values)
+        if prompt is not None:
+            views.prompt[blocks, :, :width] = prompt.gather(2, index)
         if views.valid is not None:
             kept_valid = valid.gather(2, index) if kept.valid is None else kept.valid & valid.gather(2, index)
             views.valid[blocks, :, :width] = kept_valid

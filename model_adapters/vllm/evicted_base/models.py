@@ -1,5 +1,6 @@
-"""The evicted base's model classes: vLLM's own Qwen2 and Llama, each layer's `self_attn.attn` an
-`EvictedAttention` (attention.py). Everything else (weights, RoPE, MLP, sampling) is vLLM's.
+"""The evicted base's model classes: vLLM's own Qwen2, Qwen3 and Llama, each layer's `self_attn.attn` an
+`EvictedAttention` (attention.py). Everything else (weights, Qwen3's per-head norm of queries and keys, RoPE,
+MLP, sampling) is vLLM's, so the layer receives, caches and scores the keys attention reads.
 
 Chosen per engine through `hf_overrides`:
 
@@ -12,7 +13,8 @@ vLLM's `ModelRegistry` by the plugin (plugin.py), in every vLLM process.
 
 from .schedule_config import KEY, schedule_from_settings
 
-ARCHITECTURES = {"qwen2": "KVRescueEvictedQwen2ForCausalLM", "llama": "KVRescueEvictedLlamaForCausalLM"}
+ARCHITECTURES = {"qwen2": "KVRescueEvictedQwen2ForCausalLM", "qwen3": "KVRescueEvictedQwen3ForCausalLM",
+                 "llama": "KVRescueEvictedLlamaForCausalLM"}
 
 
 def engine_overrides(model_type: str, settings: dict) -> dict:
@@ -49,19 +51,28 @@ def evict_layers(model, vllm_config) -> None:
                               head_dim=attn.head_size, dtype=dtype) for index, attn in enumerate(stock)]
     page_bytes = max(layout.nbytes() for layout in layouts)   # one page size for every layer (PyramidKV varies)
     for index, (layer, attn) in enumerate(zip(layers, stock)):
+        # o_proj's weight as constructed: vLLM loads the checkpoint into it in place, and its CPU build then
+        # replaces o_proj.weight by an empty one (the packed copy is all it keeps), so keep it where it is read
+        out_proj = layer.self_attn.o_proj.weight if schedule.reads_values else None
         name = attn.layer_name
         context.pop(name, None)
         layer.self_attn.attn = EvictedAttention(attn.num_heads, attn.head_size, attn.impl.scale, attn.num_kv_heads,
                                                 schedule=schedule, layer=index, num_layers=num_layers, prefix=name,
-                                                dtype=dtype, page_bytes=page_bytes)
+                                                dtype=dtype, page_bytes=page_bytes, out_proj=out_proj)
 
 
 def model_classes() -> dict[str, type]:
     """architecture name -> class (vLLM imported here: the plugin calls it inside vLLM processes)."""
     from vllm.model_executor.models.llama import LlamaForCausalLM
     from vllm.model_executor.models.qwen2 import Qwen2ForCausalLM
+    from vllm.model_executor.models.qwen3 import Qwen3ForCausalLM
 
     class KVRescueEvictedQwen2ForCausalLM(Qwen2ForCausalLM):
+        def __init__(self, *, vllm_config, prefix: str = ""):
+            super().__init__(vllm_config=vllm_config, prefix=prefix)
+            evict_layers(self, vllm_config)
+
+    class KVRescueEvictedQwen3ForCausalLM(Qwen3ForCausalLM):
         def __init__(self, *, vllm_config, prefix: str = ""):
             super().__init__(vllm_config=vllm_config, prefix=prefix)
             evict_layers(self, vllm_config)
@@ -72,4 +83,5 @@ def model_classes() -> dict[str, type]:
             evict_layers(self, vllm_config)
 
     return {ARCHITECTURES["qwen2"]: KVRescueEvictedQwen2ForCausalLM,
+            ARCHITECTURES["qwen3"]: KVRescueEvictedQwen3ForCausalLM,
             ARCHITECTURES["llama"]: KVRescueEvictedLlamaForCausalLM}

@@ -56,8 +56,9 @@ class Row:
 
 
 class VLLMEvictedPolicy:
-    def __init__(self, llm, sampling: SamplingParams, tokenizer, eos_token_ids: frozenset, name: str = "base"):
-        self.llm, self.engine, self.sampling, self.name = llm, llm.llm_engine, sampling, name
+    def __init__(self, llm, sampling: SamplingParams, tokenizer, eos_token_ids: frozenset, name: str = "base",
+                 thinking: bool = False):
+        self.llm, self.engine, self.sampling, self.name, self.thinking = llm, llm.llm_engine, sampling, name, thinking
         self.connector = scheduler_connector(llm)
         from vllm.distributed.kv_transfer import kv_transfer_state
 
@@ -80,7 +81,7 @@ class VLLMEvictedPolicy:
 
     # -- committed states ----------------------------------------------------------------------------
     def start(self, key, conversation) -> int:
-        ids = list(render_prompt(self.tokenizer, conversation))
+        ids = list(render_prompt(self.tokenizer, conversation, self.thinking))
         self.committed[key] = Committed(ids)
         return len(ids)
 

@@ -6,8 +6,9 @@ transformers < 5.3), so this runs in a venv of its own and imports nothing of ou
     /work/venvs/kvpress/bin/pip install torch==2.13.0 && /work/venvs/kvpress/bin/pip install kvpress==0.5.5
     /work/venvs/kvpress/bin/python tests/eviction/reference/generate_kvpress_cases.py
 
-Each case stores its inputs (queries, keys, values: post-RoPE, float32), budget and window, and what the press
-keeps. Presses that score the candidates only (AdaKV, CriticalKV over KnormPress) are run on the n = L - window
+Each case stores its inputs (queries, keys, values: post-RoPE, float32; out_proj: the random output projection
+W_o, o_proj.weight of shape (hidden, q_heads * head_dim), which CriticalKV reads), budget and window, and what the
+press keeps. Presses that score the candidates only (AdaKV, CriticalKV over KnormPress) are run on the n = L - window
 older slots with compression_ratio = 1 - k / n (k = budget - window, exact in binary), since our selection
 always keeps the window and shares out only the candidates.
 """
@@ -25,14 +26,14 @@ HERE = Path(__file__).resolve().parent
 BUDGET, WINDOW, LENGTH, DIM = 18, 8, 48, 8   # k = 10 of n = 40 candidates: compression_ratio 0.75 exactly
 
 
-def module(q_heads, kv_heads, layer_idx=0, num_layers=1):
-    """What a press reads from an attention module: its config, layer index, head size, and an identity
-    output projection (CriticalKV's W_o; ours leaves it out)."""
+def module(q_heads, kv_heads, layer_idx=0, num_layers=1, out_proj=None):
+    """What a press reads from an attention module: its config, layer index, head size, and its output
+    projection (CriticalKV's W_o: `out_proj`, else the identity)."""
     hidden = q_heads * DIM
     config = SimpleNamespace(num_attention_heads=q_heads, num_key_value_heads=kv_heads, head_dim=DIM,
                              hidden_size=hidden, num_hidden_layers=num_layers, _attn_implementation="sdpa")
     o_proj = torch.nn.Linear(hidden, hidden, bias=False)
-    o_proj.weight.data = torch.eye(hidden)
+    o_proj.weight.data = torch.eye(hidden) if out_proj is None else out_proj
     return SimpleNamespace(config=config, layer_idx=layer_idx, head_dim=DIM, o_proj=o_proj,
                            num_key_value_groups=q_heads // kv_heads)
 
@@ -43,7 +44,11 @@ def inputs(seed, q_heads, kv_heads, batch=2):
     keys = torch.randn(batch, kv_heads, LENGTH, DIM, generator=generator)
     values = torch.randn(batch, kv_heads, LENGTH, DIM, generator=generator) * torch.rand(
         batch, kv_heads, LENGTH, 1, generator=generator) * 3
-    return queries, keys, values
+    # a random W_o whose heads weigh the value dimensions very differently (a scale per column), so that
+    # ||W_o v||_1 ranks slots otherwise than ||v||_1 does
+    out_proj = torch.randn(q_heads * DIM, q_heads * DIM, generator=generator) * torch.rand(
+        1, q_heads * DIM, generator=generator) * 2
+    return queries, keys, values, out_proj
 
 
 def attention(queries, keys):
@@ -77,8 +82,8 @@ def main():
     ratio = 1 - BUDGET / LENGTH
     cases = {}
     for name, q_heads, kv_heads, seed in (("gqa", 4, 2, 0), ("one_kv_head", 4, 1, 1)):
-        queries, keys, values = inputs(seed, q_heads, kv_heads)
-        mod, attn = module(q_heads, kv_heads), attention(queries, keys)
+        queries, keys, values, out_proj = inputs(seed, q_heads, kv_heads)
+        mod, attn = module(q_heads, kv_heads, out_proj=out_proj), attention(queries, keys)
         kept = {
             # whole-cache presses: the window is theirs too (kept because it scores highest or is newest)
             "streamingllm": kept_by_scores(StreamingLLMPress(compression_ratio=ratio, n_sink=4), mod, keys, values,
@@ -100,7 +105,8 @@ def main():
             .score(mod, None, keys[:, :, :candidates], values[:, :, :candidates], None, {})
             .topk(picks, dim=-1).indices.sort(dim=-1).values,
         }
-        cases[name] = dict(queries=queries, keys=keys, values=values, budget=BUDGET, window=WINDOW, kept=kept)
+        cases[name] = dict(queries=queries, keys=keys, values=values, out_proj=out_proj, budget=BUDGET, window=WINDOW,
+                           kept=kept)
     layers = 24
     pyramid = PyramidKVPress(compression_ratio=1 - 256 / 4096, window_size=8, beta=20)   # 256 kept on average
     cases["pyramidkv_budgets"] = dict(q_len=4096, window=8, kept_per_layer=256, layers=layers, budgets=[
