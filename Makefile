@@ -1,4 +1,4 @@
-.PHONY: test test-fast gate lint bench bench-quick bench-main-job leaderboard leaderboard-screenshot
+.PHONY: test test-fast gate lint bench bench-quick bench-main-job bench-long-context leaderboard leaderboard-screenshot
 
 # everything, as CI; `make test-fast` (a plain pytest) skips the tests marked slow
 test:
@@ -15,6 +15,10 @@ bench:
 
 bench-quick:
 	python benchmarks/run_all.py --quick
+
+# Decode of the evicted base against full KV at 4K-32K tokens, transformers and vLLM: benchmarks/results/long_context.json
+bench-long-context:
+	OMP_NUM_THREADS=1 python benchmarks/bench_long_context.py
 
 # The README's main-job figures (first-start conversion, CPU time, peak memory): benchmarks/results/main_job.json
 bench-main-job:

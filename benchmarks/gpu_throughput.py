@@ -4,6 +4,16 @@
     python benchmarks/gpu_throughput.py --tiny          # tiny shapes on CPU (a smoke run, seconds)
     python benchmarks/gpu_throughput.py --base-backend vllm   # the evicted base inside vLLM (modes rescue, bon)
 
+It runs on a bare GPU image: torch, transformers, safetensors, numpy, sympy, tqdm and pyyaml, no lm-eval, no
+vLLM (unless --base-backend vllm), no network, the package imported from this checkout when it is not
+installed (benchmarks/checkout.py). It stops starting new rows after --max-minutes (default 7; the rows it
+skipped are named), so a lent GPU's session is not overrun.
+
+Equality: before the table, the evicted base (R-KV, transformers, mode bon) of a tiny random model runs the same
+problems on the CPU and on the benchmark's device, in float32 without TF32, and every response must be the
+same text (the sampling generators are CPU generators, so the same logits draw the same tokens). On a CPU-only
+machine the second run is on the CPU too (a dry run of the check).
+
 Random-weight models shaped from the bundled configs (kvrescue_eval/analysis/model_configs: no download):
 the base as Qwen2.5-Math-7B, the helper as Qwen2.5-Math-1.5B, the PRM as Qwen2.5-Math-PRM-7B (the 7B
 decoder with the PRM's score head), in bfloat16 on the GPU. Work is fixed so that runs compare: every
@@ -32,7 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from checkout import use_checkout
 
+IMPORTED_FROM = use_checkout()
 CONFIGS = Path(__file__).resolve().parents[1] / "kvrescue_eval" / "analysis" / "model_configs"
 if not CONFIGS.is_dir():  # installed package: the configs ship inside it
     import kvrescue_eval.analysis.model_configs as _configs
@@ -115,7 +127,6 @@ def run_mode(setup: Setup, args, mode: str, in_flight: int, problems: int) -> di
     from kvrescue_eval.engine.config import EngineConfig
     from kvrescue_eval.engine.sampling import SamplingParams
     from kvrescue_eval.engine.engine import Engine, Problem
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "engine"))  # the tests' helper
     from hf_probes import make_evicting_cache
     from kvrescue_eval.model_adapters.hf.policy import HFPolicy
     from kvrescue_eval.model_adapters.scorers.qwen_prm import QwenPRMScorer
@@ -143,7 +154,7 @@ def run_mode(setup: Setup, args, mode: str, in_flight: int, problems: int) -> di
             prm_seconds[0] += time.perf_counter() - start
 
     scorer.score = timed_score
-    from kvrescue_eval.engine.config import MODES
+    from kvrescue_eval.run_modes import MODES
 
     config = EngineConfig(n_base=args.n if MODES[mode].uses_base else 0,
                           n_helper=args.n if MODES[mode].uses_helper else 0, max_steps=args.steps, max_step_tokens=args.step_tokens,
@@ -207,6 +218,45 @@ def vllm_base(setup: Setup, args):
     return policy
 
 
+def evicted_base_texts(device: str, problems: int = 4) -> list[str]:
+    """Responses of the evicted base (mode bon, R-KV, budget 16 + 8: several compressions per problem) of a tiny
+    random model on `device`, float32."""
+    from kvrescue_eval.engine.config import EngineConfig
+    from kvrescue_eval.engine.engine import Engine, Problem
+    from kvrescue_eval.engine.sampling import SamplingParams
+    from hf_probes import make_evicting_cache
+    from kvrescue_eval.model_adapters.hf.policy import HFPolicy
+    from kvrescue_eval.model_adapters.scorers.qwen_prm import QwenPRMScorer
+
+    config = config_of("Qwen2.5-Math-7B", tiny=True)
+    tokenizer = synthetic_tokenizer(config.vocab_size)
+    config.vocab_size, config._attn_implementation = len(tokenizer), "sdpa"
+    base, prm = random_model(config, device, torch.float32), random_model(config, device, torch.float32, prm=True)
+    policy = HFPolicy(base, tokenizer, SamplingParams(), batch_problems=True, name="base",
+                      new_cache=lambda: make_evicting_cache(base, budget=16, buffer=8))
+    policy.eos_token_ids = frozenset()
+    engine_config = EngineConfig(n_base=2, n_helper=0, max_steps=4, max_step_tokens=8, max_context=128,
+                                 max_problems_in_flight=problems, detector=None)
+    words = torch.randint(0, len(tokenizer) - 3, (problems, 24), generator=torch.Generator().manual_seed(2))
+    batch = [Problem(i, [{"role": "user", "content": " ".join(f"w{w}" for w in row.tolist())}])
+             for i, row in enumerate(words)]
+    return [r.text for r in Engine(policy, None, QwenPRMScorer(prm, tokenizer), engine_config).run(batch)]
+
+
+def check_evicted_base_equality(device: str) -> dict:
+    """The evicted base's responses on `device` against those on the CPU; raises when any differs."""
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    on_cpu, on_device = evicted_base_texts("cpu"), evicted_base_texts(device)
+    same = sum(a == b for a, b in zip(on_cpu, on_device))
+    line = {"device": device, "problems": len(on_cpu), "identical": same,
+            "tokens_per_problem": len(on_cpu[0].split())}
+    print(f"evicted base on {device} vs cpu (tiny, float32, R-KV 16+8, mode bon): {same}/{len(on_cpu)} responses "
+          f"identical" + (" (dry run: both on the CPU)" if device == "cpu" else ""), flush=True)
+    if same != len(on_cpu):
+        raise RuntimeError(f"the evicted base on {device} differs from the CPU one: {line}")
+    return line
+
+
 def table(rows: list[dict]) -> str:
     lines = [" | ".join(COLUMNS), " | ".join("---" for _ in COLUMNS)]
     for row in rows:
@@ -230,6 +280,10 @@ def parse(argv=None):
     parser.add_argument("--base-backend", choices=["hf", "vllm"], default="hf",
                         help="the evicted base on transformers (default) or inside vLLM (modes rescue, bon)")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--equality-json", action="store_true",
+                        help="--json writes {rows, equality, skipped, seconds} instead of the rows alone")
+    parser.add_argument("--max-minutes", type=float, default=7.0,
+                        help="start no new row after this many minutes (default 7: a run stays under 8)")
     args = parser.parse_args(argv)
     defaults = (dict(in_flight=[2, 4], n=2, budget=16, buffer=8, steps=3, step_tokens=6, prompt_tokens=24)
                 if args.tiny else
@@ -242,22 +296,40 @@ def parse(argv=None):
 
 def main(argv=None):
     args = parse(argv)
+    started = time.perf_counter()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "engine"))  # the tests' hf_probes
     torch.set_num_threads(torch.get_num_threads())
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    print(f"kvrescue_eval from the {IMPORTED_FROM}; lm_eval {'present' if _present('lm_eval') else 'absent'}, "
+          f"vllm {'present' if _present('vllm') else 'absent'}", flush=True)
+    equality = check_evicted_base_equality(device)
     setup = build(args)
     print(f"device: {setup.device} ({torch.cuda.get_device_name() if setup.device.startswith('cuda') else 'cpu'}), "
           f"dtype {setup.dtype}, torch {torch.__version__}, threads {torch.get_num_threads()}; n={args.n}, "
           f"budget={args.budget}+{args.buffer}, {args.steps} steps x {args.step_tokens} tokens, "
           f"prompt {args.prompt_tokens}{', tiny shapes' if args.tiny else ''}; base on {args.base_backend}", flush=True)
     run_mode(setup, args, args.modes[0], 2, 2)   # warm-up: allocations, kernels
-    rows = []
+    rows, skipped = [], []
     for mode in args.modes:
         for in_flight in args.in_flight:
+            if time.perf_counter() - started > 60 * args.max_minutes:
+                skipped.append(f"{mode}@{in_flight}")
+                continue
             rows.append(run_mode(setup, args, mode, in_flight, in_flight * args.waves))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
     print(table(rows))
+    total = time.perf_counter() - started
+    print(f"total {total:.0f} s" + (f"; skipped after {args.max_minutes} min: {', '.join(skipped)}" if skipped else ""))
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+        Path(args.json).write_text(json.dumps({"rows": rows, "equality": equality, "skipped": skipped,
+                                               "seconds": total} if args.equality_json else rows, indent=1) + "\n")
     return 0
+
+
+def _present(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
 
 
 if __name__ == "__main__":

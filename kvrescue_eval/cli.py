@@ -18,6 +18,7 @@ COMMANDS = {
     "leaderboard": "kvrescue_eval.commands.leaderboard",
     "evictors": "kvrescue_eval.commands.evictors",
     "sweep": "kvrescue_eval.commands.sweep",
+    "serve": "kvrescue_eval.commands.serve",
 }
 
 

@@ -10,7 +10,7 @@ lack some fields: they read as the defaults here (the detector as on, which it w
 
 from dataclasses import asdict, dataclass, field, fields
 
-from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.run_modes import MODES
 
 
 def _process(default=None, factory=None):
@@ -68,7 +68,9 @@ class RunRecord:
     backends: dict | None = None        # role -> backend
     generation: dict | None = None      # task -> the generation kwargs used
     # what happened
-    vllm_statistics: dict = _process(factory=dict)  # role -> what its backend measured (e.g. prefix-cache hits)
+    # backend's statistics name -> {role: what it measured} (e.g. "vllm": prefix-cache hits); older records'
+    # `vllm_statistics` read as {"vllm": ...}
+    backend_statistics: dict = _process(factory=dict)
     scorer_statistics: dict = _process(factory=dict)  # what the scorer reports (e.g. the PRM's window, its cuts)
     max_cache_slots: dict = _process(factory=dict)    # role -> most KV slots per row and KV head (transformers)
     totals: dict = _process(factory=dict)           # engine statistics summed over problems, finish reasons
@@ -88,6 +90,8 @@ class RunRecord:
         if not isinstance(info, dict):
             raise RecordError("", f"expected an object, got {type(info).__name__}")
         known = {f.name for f in fields(cls)}
+        if "vllm_statistics" in info and "backend_statistics" not in info:
+            info = {**info, "backend_statistics": {"vllm": info["vllm_statistics"]} if info["vllm_statistics"] else {}}
         record = cls(**{k: v for k, v in info.items() if k in known})
         if record.mode not in MODES:
             raise RecordError("mode", f"{record.mode!r} is not one of {', '.join(MODES)}")

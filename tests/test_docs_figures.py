@@ -71,6 +71,50 @@ def test_the_testbed_report_tables_in_the_docs_are_their_file():
     assert shown == (REPO / "docs" / "results" / "testbed_report.md").read_text().rstrip()
 
 
+def test_the_long_context_table_is_its_results_file():
+    """docs/performance.md's long-context table is bench_long_context.py's rendering of its results file, and
+    the file's runs are the committed settings: every context past the predicted crossover, one thread."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_long_context import markdown_table
+
+    runs = json.loads((REPO / "benchmarks" / "results" / "long_context.json").read_text())
+    doc = (REPO / "docs" / "performance.md").read_text()
+    shown = doc.split("<!-- long context: begin -->\n")[1].split("\n<!-- long context: end -->")[0]
+    assert shown == markdown_table(runs)
+    for run in runs.values():
+        settings = run["settings"]
+        assert settings["contexts"] == [4096, 8192, 16384, 32768] and run["machine"]["torch_threads"] == 1
+        assert min(settings["contexts"]) > (1 + PAPER_ALPHA) * (settings["budget"] + settings["buffer"])
+
+
+def test_the_long_context_prose_quotes_the_vllm_split_of_its_results_file():
+    import json
+
+    vllm = json.loads((REPO / "benchmarks" / "results" / "long_context.json").read_text())["vllm"]
+    rows = {rec["detail"]["context"]: rec["detail"] for rec in vllm["records"]}
+    doc = text("performance.md")
+    at_4k, at_16k = rows[4096]["decode_s"], rows[16384]["decode_s"]
+
+    def rest(split):
+        return split["step_s"] - split["attention_s"]
+
+    assert (f"took {at_4k['evicted']['attention_s']:.2f} s of the 128 tokens against vLLM's kernel's "
+            f"{at_4k['full']['attention_s']:.2f} s over 4K slots, and compressions {at_4k['evicted']['compress_s']:.2f} s"
+            ) in doc
+    assert f"took {rest(at_4k['evicted']):.2f} s against {rest(at_4k['full']):.2f} s" in doc
+    at_32k = rows[32768]["decode_s"]
+    assert (f"(16K: attention {at_16k['evicted']['attention_s']:.2f} s against {at_16k['full']['attention_s']:.2f} s; "
+            f"32K: {at_32k['evicted']['attention_s']:.2f} s against {at_32k['full']['attention_s']:.2f} s)") in doc
+    assert f"from {rest(at_16k['evicted']) - rest(at_16k['full']):+.1f} s at 16K to " \
+           f"{rest(at_32k['evicted']) - rest(at_32k['full']):+.1f} s at 32K" in doc
+    prompt, prompt_32k = rows[16384]["prompt_s"], rows[32768]["prompt_s"]
+    assert (f"took {prompt['evicted']:.0f} s at 16K against {prompt['full']:.0f} s for full KV, "
+            f"{prompt_32k['evicted']:.0f} s at 32K against {prompt_32k['full']:.0f} s.") in doc
+
+
 def test_the_thinking_long_trace_figures_are_its_results():
     """docs/thinking.md quotes benchmarks/thinking_long_trace.py's results file."""
     import json

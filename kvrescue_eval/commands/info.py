@@ -32,9 +32,11 @@ def run(args):
         except PackageNotFoundError:
             print(f"{package:>14}: not installed")
     problems = []
-    for check in version_checks():
-        state = "ok" if check.ok else "NOT SUPPORTED"
+    for check in version_checks():  # the frameworks, then each backend's library (its entry point)
+        state = "ok" if check.ok else f"NOT SUPPORTED: {check.why}"
         installed = check.installed or "not installed"
+        if check.distribution:  # a backend's library: which distribution is it
+            installed = f"{check.distribution} {installed}"
         print(f"{check.framework:>14}: {installed} (supported: {check.supported or 'unknown'}; {state})")
         if not check.ok:
             problems.append(check.problem())

@@ -49,7 +49,7 @@ from kvrescue_eval.detector import ENTROPY, GZIP, CandidateMonitor
 from kvrescue_eval.engine.background import BatchWorker
 from kvrescue_eval.engine.config import STEP_SEPARATOR, EngineConfig
 from kvrescue_eval.engine.policy import Conversation, StepCandidate, StepPolicy, StepRequest, TokenPolicy
-from kvrescue_eval.engine.sampling import stream_seed
+from kvrescue_eval.engine.sampling import SamplingParams, stream_seed
 from kvrescue_eval.engine.scoring import ScoreRequest, StepScorer
 from kvrescue_eval.engine.selection import best_candidate, proposed_by_both
 from kvrescue_eval.stats import STAT_KEYS
@@ -64,6 +64,7 @@ class Problem:
     conversation: Conversation
     max_new_tokens: int | None = None  # trajectory tokens of the primary policy (None: no cap of its own)
     stop: tuple[str, ...] = ()         # the problem ends at the first of these in its trajectory
+    sampling: SamplingParams | None = None  # its own sampling settings (None: each policy's default)
 
     @property
     def question(self) -> str:
@@ -234,7 +235,8 @@ class Engine:
         self._dispatch()  # the proposals of the steps just begun
 
     def _start(self, index: int, problem: Problem) -> ProblemState:
-        lengths = {role: p.start(problem.key, problem.conversation) for role, p in self.policies.items()}
+        lengths = {role: p.start(problem.key, problem.conversation, problem.sampling)
+                   for role, p in self.policies.items()}
         state = ProblemState(index, problem, lengths[self.primary_role])
         self._begin_step(state)
         return state

@@ -31,8 +31,9 @@ class TokenPolicy(Protocol):
     tokenizer_key: Hashable           # two policies with equal keys tokenize identically (share ids)
     eos_token_ids: frozenset
 
-    def start(self, key: Hashable, conversation: Conversation) -> int:
-        """Prefill the rendered prompt of a new problem; return its length in tokens."""
+    def start(self, key: Hashable, conversation: Conversation, sampling=None) -> int:
+        """Prefill the rendered prompt of a new problem; return its length in tokens. `sampling`: the
+        problem's own SamplingParams, which every row of it is drawn with (None: the policy's default)."""
 
     def length(self, key: Hashable) -> int:
         """Logical length (tokens seen) of the committed state of `key`."""
@@ -88,8 +89,9 @@ class StepPolicy(Protocol):
     tokenizer_key: Hashable
     eos_token_ids: frozenset
 
-    def start(self, key: Hashable, conversation: Conversation) -> int:
-        """Set up a new problem from its rendered prompt; return its length in tokens."""
+    def start(self, key: Hashable, conversation: Conversation, sampling=None) -> int:
+        """Set up a new problem from its rendered prompt; return its length in tokens. `sampling`: the
+        problem's own SamplingParams, which its candidates are drawn with (None: the policy's default)."""
 
     def length(self, key: Hashable) -> int:
         """Tokens of the committed state of `key` (prompt and committed steps)."""

@@ -102,6 +102,20 @@ def _probabilities(values: torch.Tensor, params: SamplingParams) -> torch.Tensor
     return probs
 
 
+def sample_rows(logits: torch.Tensor, params: list, generators) -> tuple[list[int], list[float]]:
+    """`sample` with each row's own SamplingParams (rows of several problems in one batch): one `sample` per
+    distinct setting, the rows back in their order."""
+    if all(p == params[0] for p in params):
+        return sample(logits, params[0], generators)
+    tokens, entropies = [0] * len(params), [0.0] * len(params)
+    for setting in dict.fromkeys(params):
+        rows = [i for i, p in enumerate(params) if p == setting]
+        drawn, spread = sample(logits[rows], setting, [generators[i] for i in rows])
+        for i, token, value in zip(rows, drawn, spread):
+            tokens[i], entropies[i] = token, value
+    return tokens, entropies
+
+
 def sample(logits: torch.Tensor, params: SamplingParams, generators) -> tuple[list[int], list[float]]:
     """One token per row of (rows, vocab) logits, each drawn with that row's generator, and the
     entropy of each row's own full-vocabulary distribution (before temperature).

@@ -1,21 +1,17 @@
 """Backends: the library that runs each role of a run (the base, the helper, the scorer's model), by name.
 
-A backend is one module with a class, registered by one line in BACKENDS; model_args name one per role
-(`base_backend`, `helper_backend`, `prm_backend`; a scorer declares the backends it runs on, see
-model_adapters/scorers). The class has:
-- `check(role, settings)` (classmethod): refuse, before anything loads, a role it cannot run (a ValueError
-  naming the model_arg, its value and what is valid); `require()` (classmethod): an ImportError with the
-  install lines when its library is absent; class attributes `title` (its library, in messages), `beside`
-  (its policies are step-level and run beside the base's decoding: overlap=auto turns background threads on)
-  and `options` (None, or a dataclass of its own settings, validated by itself: model_args `<name>_<field>`,
-  in `settings.backend_options[name]`);
-- `__init__(settings, dtype)`: one instance per run, shared by the roles it runs (a model loads once);
-  `dtype` is the torch dtype's name that model_arg dtype resolved to on this device;
-- `policy(role, model)`: the engine policy (TokenPolicy or StepPolicy) of role "base" or "helper";
-- `resources()`: {name in scorers.RESOURCES: thunk} for the scorer factories on this backend;
-- `statistics()`: {role: {...}} what its roles measured over the run (config.kvrescue.vllm_statistics).
+A backend is one sub-package (or module) with a class, registered by one line in BACKENDS; model_args name one
+per role (`base_backend`, `helper_backend`, `prm_backend`; a scorer declares the backends it runs on, see
+model_adapters/scorers). The class subclasses `Backend` (model_adapters/backend_base.py: what it declares
+about its library, its methods); everything outside the backend that depends on a library asks this registry:
+- `libraries(names)`: each backend's distributions, tested range and the reason, for the version checks
+  (`kvrescue-eval info`, through the entry point `kvrescue_eval.libraries`, and the model's start-up check);
+- `journal_identity(settings)`: the used backends' part of a run journal's identity;
+- `must_retire()`: whether this process used a backend that must not run another arm in it (sweep workers);
+- `Components.statistics()`: each used backend's statistics under its `statistics_name` (config.kvrescue).
 The transformers backend (`hf`) runs every role, the evicted base included; the vLLM backend (`vllm`) runs
-step-level full-KV roles. `tests/adapters/test_backends.py` adds a toy backend with one module and one line.
+step-level full-KV roles and the evicted base. `tests/adapters/test_backends.py` adds a toy backend with one
+module and one line; `tests/adapters/test_backend_registry.py` a complete one, library and all.
 """
 
 import difflib
@@ -23,11 +19,17 @@ import importlib
 from dataclasses import replace
 from typing import NamedTuple
 
+from kvrescue_eval.environment import Library
+
+from ..backend_base import Backend  # noqa: F401 (the class a backend subclasses)
+
 BACKENDS = {
     "hf": "..hf.backend:HFBackend",        # transformers: token-level, in the engine's loop
     "vllm": "..vllm.backend:VLLMBackend",  # vLLM: step-level, beside it
+    "http": "..http.backend:HTTPBackend",  # vLLM servers over HTTP: the helper and the PRM, beside it
 }
 POLICY_ROLES = ("base", "helper")
+_USED: set = set()  # names of the backends instantiated in this process (must_retire)
 
 
 def backend_class(name: str):
@@ -38,6 +40,37 @@ def backend_class(name: str):
         module, attribute = entry.split(":")
         entry = getattr(importlib.import_module(module, __name__), attribute)
     return entry
+
+
+def libraries(names=None) -> list[Library]:
+    """The library of each backend in `names` (default: every registered one) that declares distributions."""
+    out = []
+    for name in BACKENDS if names is None else sorted(names):
+        cls = backend_class(name)
+        if cls.distributions:
+            out.append(Library(f"{name} backend", cls.distributions, cls.supported, cls.why))
+    return out
+
+
+def journal_identity(settings) -> dict:
+    """backend name -> its part of a run journal's identity, for each backend the run uses."""
+    return {name: backend_class(name).identity(settings) for name in sorted(settings.used_backends)}
+
+
+def must_retire() -> bool:
+    """Whether a backend whose class says its process must retire after use (`retire_after_use`) was
+    instantiated in this process: a sweep worker then exits after its arm."""
+    return any(backend_class(name).retire_after_use for name in _USED if name in BACKENDS)
+
+
+def option_prefix(name: str) -> str:
+    """What the model_args of a backend's options start with."""
+    prefix = backend_class(name).option_prefix
+    return f"{name}_" if prefix is None else prefix
+
+
+def statistics_name(name: str) -> str:
+    return backend_class(name).statistics_name or name
 
 
 def did_you_mean(name, valid) -> str:
@@ -55,7 +88,9 @@ class Components(NamedTuple):
     backends: dict    # backend name -> its instance, for statistics()
 
     def statistics(self) -> dict:
-        return {role: stats for backend in self.backends.values() for role, stats in backend.statistics().items()}
+        """statistics name -> {role: what it measured}, for each backend that measured something."""
+        out = {statistics_name(name): backend.statistics() for name, backend in self.backends.items()}
+        return {name: stats for name, stats in out.items() if stats}
 
 
 def build(settings) -> Components:
@@ -69,6 +104,7 @@ def build(settings) -> Components:
 
     def backend(name):
         if name not in running:
+            _USED.add(name)
             running[name] = backend_class(name)(settings, dtype)
         return running[name]
 

@@ -3,25 +3,20 @@ resources of transformers scorers (the helper's model, a checkpoint's folder, dt
 
 from functools import partial
 
+from ..backend_base import Backend
 from ..model_files.locate import model_folder
 from .loading import load_causal_lm, new_cache
 
 
-class HFBackend:
+class HFBackend(Backend):
+    """Every role; no model_args of its own (dtype, device and device_map are the run's); token-level: decoded
+    in the engine's own loop. transformers is a dependency of the package, checked with lm-eval
+    (kvrescue_eval/environment.py), so it declares no library of its own."""
     title = "transformers"
-    options = None  # no model_args of its own (dtype, device and device_map are the run's)
-    beside = False  # token-level: decoded in the engine's own loop
-
-    @classmethod
-    def check(cls, role: str, settings) -> None:
-        """Every role runs on transformers."""
-
-    @classmethod
-    def require(cls) -> None:
-        """transformers is a dependency of the package."""
 
     def __init__(self, settings, dtype: str):
-        self.settings, self.dtype, self.loaded = settings, dtype, {}
+        super().__init__(settings, dtype)
+        self.loaded = {}
 
     def model(self, name):
         """(model, tokenizer) of `name`, loaded once (with our attention, which is the stock one on plain caches)."""
@@ -46,6 +41,3 @@ class HFBackend:
         return {"model": lambda: self.model(s.helper)[0], "tokenizer": lambda: self.model(s.helper)[1],
                 "path": lambda: model_folder(s.prm), "dtype": lambda: self.dtype, "device": lambda: s.device,
                 "thinking": lambda: s.thinking == "on"}
-
-    def statistics(self) -> dict:
-        return {}

@@ -22,7 +22,7 @@ from typing import Callable, Hashable, Sequence
 
 import torch
 
-from kvrescue_eval.engine.sampling import SamplingParams, make_generator, sample
+from kvrescue_eval.engine.sampling import SamplingParams, make_generator, sample_rows
 
 from ..prompts import render_prompt, tokenizer_fingerprint
 from .kv_slots import device_index
@@ -54,13 +54,15 @@ class HFPolicy:
         self.tokenizer_key = tokenizer_fingerprint(tokenizer)
         self.eos_token_ids = eos_ids(model, tokenizer)
         self.committed: dict[Hashable, RowBatch] = {}
+        self.sampling_of: dict[Hashable, SamplingParams] = {}  # each problem's own (start)
         self.table = RowTable(batch_problems)
         self._handles = itertools.count()
 
     # -- committed state -------------------------------------------------------------------------
     @torch.inference_mode()
-    def start(self, key, conversation) -> int:
+    def start(self, key, conversation, sampling=None) -> int:
         ids = render_prompt(self.tokenizer, conversation, self.thinking)
+        self.sampling_of[key] = sampling or self.sampling
         cache = self.new_cache()
         self.committed[key] = RowBatch([Row(key, None, len(ids))], cache, self._forward(cache, [ids]))
         return len(ids)
@@ -88,6 +90,7 @@ class HFPolicy:
     def release(self, key) -> None:
         self.table.remove_problem(key)
         self.committed.pop(key, None)
+        self.sampling_of.pop(key, None)
 
     def decode_text(self, token_ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(token_ids), skip_special_tokens=False)
@@ -104,7 +107,8 @@ class HFPolicy:
     def decode(self, handles: Sequence) -> tuple[list[int], list[float]]:
         drawn = {}
         for batch in self.table.decode_batches(handles):
-            tokens, entropies = sample(batch.logits, self.sampling, [row.generator for row in batch.rows])
+            tokens, entropies = sample_rows(batch.logits, [self.sampling_of[row.key] for row in batch.rows],
+                                            [row.generator for row in batch.rows])
             batch.logits = self._forward(batch.cache, [[token] for token in tokens])
             for row, token, entropy in zip(batch.rows, tokens, entropies):
                 row.length += 1

@@ -62,7 +62,3 @@ def release_memory() -> None:
     if torch is not None and torch.cuda.is_available():
         torch.cuda.empty_cache()
 
-
-def used_vllm() -> bool:
-    """vLLM engines do not give all their memory back inside a process: a worker that ran one retires."""
-    return "vllm" in sys.modules

@@ -15,7 +15,8 @@
 """
 
 import functools
-import sys
+
+from .evaluation import current, from_evaluate, from_simple_evaluate, recording
 
 
 def patch_evaluator_utils(module) -> None:
@@ -35,13 +36,15 @@ def patch_evaluator_utils(module) -> None:
 
 
 def patch_evaluator(module) -> None:
+    """Also records the running `simple_evaluate` and `evaluate` calls' arguments (evaluation.py)."""
     if getattr(module.simple_evaluate, "_kvrescue_patched", False):
         return
     print_writeout, simple_evaluate = module.print_writeout, module.simple_evaluate
 
     @functools.wraps(print_writeout)
     def print_writeout_of_the_model_input(task):
-        show = getattr(sys._getframe(1).f_locals.get("lm"), "show_model_input", None)  # evaluate's model
+        evaluation = current()
+        show = getattr(evaluation.lm if evaluation else None, "show_model_input", None)  # evaluate's model
         if callable(show):
             show(task.instances)
         return print_writeout(task)
@@ -53,9 +56,11 @@ def patch_evaluator(module) -> None:
             record_what_ran(results)
         return results
 
+    simple_evaluate_recording_what_ran = recording(simple_evaluate_recording_what_ran, from_simple_evaluate)
     simple_evaluate_recording_what_ran._kvrescue_patched = True
     module.print_writeout = print_writeout_of_the_model_input
     module.simple_evaluate = simple_evaluate_recording_what_ran
+    module.evaluate = recording(module.evaluate, from_evaluate)
 
 
 def record_what_ran(results: dict) -> None:

@@ -19,7 +19,7 @@ Steps end at "\\n\\n", a problem at EOS, `max_steps`, `max_context`, `max_gen_to
 import hashlib
 import json
 import logging
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import replace
 
 from lm_eval.api.model import LM
@@ -59,7 +59,7 @@ class KVRescueLM(LM):
             self.args = parse_model_args(model_args)  # fails on bad input before loading anything,
             check_models_present(self.args)  # on models missing here, before any hub call or backend import,
             self.args.require_libraries()  # on a backend whose library is not installed,
-            require_supported_versions(vllm=self.args.uses_vllm)  # on frameworks out of range,
+            require_supported_versions(self.args.libraries)  # on frameworks out of range,
             device = resolve_device(self.args.device)  # on a device name torch does not know,
             check_journal(self.args)  # on a journal=PATH that cannot be one, before any model file is read,
             # on a thinking mode the models cannot run (their tokenizers only),
@@ -148,23 +148,17 @@ class KVRescueLM(LM):
         return responses
 
     def _generate(self, todo, on_event) -> dict:
-        """Problem key -> journal entry, the problems of each sampling setting in one engine run."""
-        by_sampling = defaultdict(list)
-        for problem, generation in todo:
-            by_sampling[generation.sampling].append(problem)
-        generated = {}
-        for sampling, problems in by_sampling.items():
-            for policy in (self.base, self.helper):
-                if policy is not None:
-                    policy.sampling = sampling
-            run = self._retrying_run(on_event)
-            try:
-                generated.update((p.key, journal_entry(result, self.response_opening))
-                                 for p, result in zip(problems, run.run(problems)))
-            finally:
-                self.run_stats.update(oom_retries=run.retries)
-                self.config = replace(self.config, max_problems_in_flight=run.max_problems_in_flight)
-        return generated
+        """Problem key -> journal entry, in one engine run (each problem carries its own sampling settings)."""
+        problems = [problem for problem, _ in todo]
+        if not problems:
+            return {}
+        run = self._retrying_run(on_event)
+        try:
+            results = run.run(problems)
+            return {p.key: journal_entry(result, self.response_opening) for p, result in zip(problems, results)}
+        finally:
+            self.run_stats.update(oom_retries=run.retries)
+            self.config = replace(self.config, max_problems_in_flight=run.max_problems_in_flight)
 
     def _generations(self, requests) -> list:
         """Each request's generation settings; what a task asks for that does not apply is said once per task."""

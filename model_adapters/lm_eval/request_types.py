@@ -2,14 +2,14 @@
 
 The model generates (`generate_until`); loglikelihood requests (multiple-choice tasks, scored
 continuations) and loglikelihood_rolling ones (perplexity) it cannot answer. lm-eval 0.4.13 builds the
-requests of every task first and then calls the model once per request type, in task order, so the
-first call may be `generate_until` while a later task needs loglikelihoods: the `requests` of the
-`lm_eval.evaluator.evaluate` call on the stack (request type -> Instances) tells, at the first call,
-every type this evaluation will ask for. The model loads lazily, at its first `generate_until`, so a
-refusal costs no loading at all.
+requests of every task first (each task's `instances`) and then calls the model once per request type, in
+task order, so the first call may be `generate_until` while a later task needs loglikelihoods: the tasks of
+the running `lm_eval.evaluator.evaluate` call (its `task_dict`, recorded by our wrapper of it:
+lm_eval/evaluation.py) tell, at the first call, every request type this evaluation will ask for. The model
+loads lazily, at its first `generate_until`, so a refusal costs no loading at all.
 """
 
-import sys
+from .evaluation import current
 
 GENERATES = "generate_until"
 WHAT = {"loglikelihood": "loglikelihood: multiple-choice or scored continuations",
@@ -29,19 +29,29 @@ def refusal(tasks_by_type: dict) -> UnsupportedRequests:
 
 
 def pending_unsupported() -> dict[str, set]:
-    """Request type -> task names, for the types other than generate_until that the evaluation on the stack
-    has built requests for (empty outside lm-eval's evaluate)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == "evaluate" and code.co_filename.replace("\\", "/").endswith("lm_eval/evaluator.py"):
-            requests = frame.f_locals.get("requests")
-            if not isinstance(requests, dict):
-                return {}
-            return {kind: {getattr(r, "task_name", None) or "?" for r in instances}
-                    for kind, instances in requests.items() if kind != GENERATES and instances}
-        frame = frame.f_back
-    return {}
+    """Request type -> task names, for the types other than generate_until that the running evaluation has
+    built requests for (empty outside lm-eval's evaluate)."""
+    evaluation = current()
+    pending = {}
+    for name, task in tasks_in(evaluation.task_dict if evaluation is not None else {}):
+        for instance in getattr(task, "instances", None) or ():
+            if instance.request_type != GENERATES:
+                pending.setdefault(instance.request_type, set()).add(name)
+    return pending
+
+
+def tasks_in(task_dict) -> list:
+    """(name, task) of `evaluate`'s task_dict: TaskManager.load()'s {"tasks": {name: Task}, "groups": ...}, or
+    the legacy nesting {group or name: task or {name: task}} that evaluate also accepts."""
+    if "tasks" in task_dict:
+        return list(task_dict["tasks"].items())
+    found = []
+    for key, value in task_dict.items():
+        if isinstance(value, dict):
+            found += tasks_in(value)
+        else:
+            found.append((str(key), value))
+    return found
 
 
 def tasks_of(requests) -> set:

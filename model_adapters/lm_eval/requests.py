@@ -50,14 +50,14 @@ def data_parallel_padding(requests) -> list[bool]:
 
 def problems_of(requests, generations) -> list[Problem]:
     """One problem per request, keyed by (hash of its conversation, repeat index by counting), with the
-    token cap and stop strings of its generation settings (lm_eval/generation.py)."""
+    sampling, token cap and stop strings of its generation settings (lm_eval/generation.py)."""
     seen = Counter()
     problems = []
     for request, generation in zip(requests, generations):
         conversation = conversation_of(request)
         prompt_id = hashlib.sha256(json.dumps(conversation, sort_keys=True).encode("utf-8")).hexdigest()[:16]
         problems.append(Problem((prompt_id, seen[prompt_id]), conversation, generation.max_new_tokens,
-                                generation.stop))
+                                generation.stop, generation.sampling))
         seen[prompt_id] += 1
     return problems
 

@@ -39,7 +39,7 @@ def run_record(lm) -> RunRecord:
         data_parallel_processes=lm.world_size,
         **detector_info(a), overlap=a.overlaps, thinking=a.thinking,
         **execution_info(lm),
-        vllm_statistics=lm.components.statistics() if lm.components is not None else {},
+        backend_statistics=lm.components.statistics() if lm.components is not None else {},
         scorer_statistics=lm.scorer.statistics() if hasattr(lm.scorer, "statistics") else {},
         max_cache_slots={role: policy.max_cache_slots for role, policy in (("base", lm.base), ("helper", lm.helper))
                          if hasattr(policy, "max_cache_slots")},

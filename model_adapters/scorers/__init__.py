@@ -17,9 +17,10 @@ import inspect
 # name -> the factory, or "module:factory" (a module relative to this package, or absolute), imported lazily
 # so that listing names loads no framework; or {backend: such a factory} for a scorer on several backends.
 SCORERS = {
-    "qwen-prm": {"hf": ".qwen_prm:load_qwen_prm", "vllm": ".vllm_prm:load_vllm_qwen_prm"},
+    "qwen-prm": {"hf": ".qwen_prm:load_qwen_prm", "vllm": ".vllm_prm:load_vllm_qwen_prm",
+                 "http": ".http_prm:load_http_qwen_prm"},
     "qwen-prm-vllm": {"vllm": ".vllm_prm:load_vllm_qwen_prm"},  # the same rewards, on vLLM by name
-    "helper-logprob": ".helper_logprob:HelperLogProbScorer",
+    "helper-logprob": {"hf": ".helper_logprob:HelperLogProbScorer", "http": ".http_logprob:load_http_helper_logprob"},
     # reserved for testing the CI gate: selectors that pick by who proposed a candidate (sabotage.py)
     "sabotage-first-helper": ".sabotage:first_helper",
     "sabotage-first-base": ".sabotage:first_base",
@@ -36,6 +37,8 @@ RESOURCES = {
     "device": None,
     "thinking": None,       # True when base and helper run in thinking mode (model_arg thinking, resolved)
     "engine_kwargs": None,  # `**engine_kwargs`: the vLLM engine settings of the prm role (vllm/engine.py)
+    "server": None,         # the prm role's server (http/server.py)
+    "helper_server": "helper",  # the helper's server (http/server.py)
 }
 
 

@@ -21,10 +21,11 @@ import typing
 from dataclasses import MISSING, fields
 
 from kvrescue_eval.detector import DetectorConfig
-from kvrescue_eval.engine.config import MODES, EngineConfig
+from kvrescue_eval.engine.config import EngineConfig
+from kvrescue_eval.run_modes import MODES
 from kvrescue_eval.engine.sampling import SamplingParams
 
-from ..backends import BACKENDS, backend_class, did_you_mean
+from ..backends import BACKENDS, backend_class, did_you_mean, option_prefix
 from .presets import DEFAULT_PRESET, PRESETS
 from .tree import RoleBackends, Settings, plain
 
@@ -63,7 +64,7 @@ def sections() -> dict:
     for name in BACKENDS:
         options = backend_class(name).options
         if options is not None:
-            found[f"backend:{name}"] = (f"{name}_", _fields(options))
+            found[f"backend:{name}"] = (option_prefix(name), _fields(options))
     return found
 
 

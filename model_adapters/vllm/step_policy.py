@@ -31,12 +31,14 @@ class VLLMStepPolicy:
         self.tokenizer_key = tokenizer_fingerprint(self.tokenizer)
         self.eos_token_ids = eos_token_ids(llm, self.tokenizer)
         self.committed: dict[Hashable, list[int]] = {}
+        self.sampling_of: dict[Hashable, SamplingParams] = {}  # each problem's own (start)
         self.lock = threading.Lock()  # the tokenizer is used from the engine's thread and the worker's
         self.prompt_tokens = self.cached_prompt_tokens = 0  # over all requests: vLLM's prefix-cache hits
 
-    def start(self, key, conversation) -> int:
+    def start(self, key, conversation, sampling=None) -> int:
         with self.lock:
             self.committed[key] = list(render_prompt(self.tokenizer, conversation, self.thinking))
+            self.sampling_of[key] = sampling or self.sampling
         return len(self.committed[key])
 
     def length(self, key) -> int:
@@ -50,7 +52,7 @@ class VLLMStepPolicy:
             ids = list(self.committed[request.key])
             for seed in request.seeds:
                 prompts.append(TokensPrompt(prompt_token_ids=ids))
-                params.append(self._params(seed, request.max_tokens))
+                params.append(self._params(self.sampling_of[request.key], seed, request.max_tokens))
         with VLLM_CALL:
             outputs = self.llm.generate(prompts, params, use_tqdm=False)
         self.prompt_tokens += sum(len(p["prompt_token_ids"]) for p in prompts)
@@ -58,10 +60,9 @@ class VLLMStepPolicy:
         candidates = iter(self._candidate(out.outputs[0]) for out in outputs)
         return [[next(candidates) for _ in request.seeds] for request in requests]
 
-    def _params(self, seed: int, max_tokens: int):
+    def _params(self, s: SamplingParams, seed: int, max_tokens: int):
         from vllm import SamplingParams as VLLMSamplingParams
 
-        s = self.sampling
         return VLLMSamplingParams(
             n=1, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=seed, max_tokens=max_tokens,
             stop=[STEP_SEPARATOR], include_stop_str_in_output=True, stop_token_ids=sorted(self.eos_token_ids),
@@ -90,6 +91,7 @@ class VLLMStepPolicy:
 
     def release(self, key) -> None:
         self.committed.pop(key, None)
+        self.sampling_of.pop(key, None)
 
     # -- run statistics ------------------------------------------------------------------------------
     def statistics(self) -> dict:

@@ -8,12 +8,12 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
 
 from stepped_policy import SteppedPolicy  # noqa: E402
 
+from kvrescue_eval.model_adapters.backend_base import Backend  # noqa: E402
 from kvrescue_eval.model_adapters.hf.backend import HFBackend  # noqa: E402
 
 
-class SteppedBackend:
+class SteppedBackend(Backend):
     title = "stepped transformers"
-    options = None
     beside = True  # step-level: overlap=auto turns the background threads on
 
     @classmethod
@@ -21,10 +21,6 @@ class SteppedBackend:
         if role == "base" and settings.evicts:
             raise ValueError(f"model_arg base_backend='stepped' is invalid; valid: hf in mode {settings.mode} "
                              f"(the stepped backend keeps the full KV cache)")
-
-    @classmethod
-    def require(cls):
-        pass
 
     def __init__(self, settings, dtype):
         self.models = HFBackend(settings, dtype)

@@ -32,7 +32,8 @@ def test_a_toy_backend_runs_the_helper_with_the_trajectories_of_the_transformers
     assert on_stepped == on_hf  # the same tokens drawn a step at a time (tests/engine/test_step_policies.py)
     info = stepped.get_model_info()["kvrescue"]
     assert info["backends"] == {"base": "hf", "helper": "stepped", "scorer": "hf"}
-    assert info["vllm_statistics"] == {"helper": {"committed_problems": 0}}  # every problem released at its end
+    # every problem released at its end
+    assert info["backend_statistics"] == {"stepped": {"helper": {"committed_problems": 0}}}
 
 
 def test_a_toy_backend_is_checked_and_chosen_before_anything_loads(registered):
@@ -42,6 +43,6 @@ def test_a_toy_backend_is_checked_and_chosen_before_anything_loads(registered):
     assert parse_model_args(dict(rescue, helper_backend="stepped")).overlaps is True  # step-level: beside the base
     with pytest.raises(ValueError, match=r"base_backend='stepped' is invalid; valid: hf in mode rescue"):
         parse_model_args(dict(rescue, base_backend="stepped"))
-    with pytest.raises(ValueError, match=r"helper_backend='steped' is invalid; valid: hf, vllm, stepped "
+    with pytest.raises(ValueError, match=r"helper_backend='steped' is invalid; valid: hf, vllm, http, stepped "
                                          r"\(did you mean stepped\?\)"):
         parse_model_args(dict(rescue, helper_backend="steped"))

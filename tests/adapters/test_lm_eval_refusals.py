@@ -80,7 +80,7 @@ def test_info_names_the_unsupported_version_and_the_install_line(transformers_5_
     done = subprocess.run([str(Path(sys.executable).parent / "kvrescue-eval"), "info"], capture_output=True,
                           text=True, env=env, timeout=120)
     assert done.returncode == 1
-    assert "transformers: 5.2.0 (supported: <5.20,>=5.16.1; NOT SUPPORTED)" in done.stdout
+    assert "transformers: 5.2.0 (supported: <5.20,>=5.16.1; NOT SUPPORTED: its evicting cache" in done.stdout
     assert "error: transformers 5.2.0 is installed" in done.stderr and "pip install 'transformers" in done.stderr
     supported = subprocess.run([str(Path(sys.executable).parent / "kvrescue-eval"), "info"], capture_output=True,
                                text=True, timeout=120)

@@ -9,6 +9,7 @@ from kvrescue_eval.detector import DetectorConfig
 from kvrescue_eval.engine.config import EngineConfig
 from kvrescue_eval.engine.sampling import SamplingParams
 from kvrescue_eval.eviction import RKV, EvictionSchedule
+from kvrescue_eval.model_adapters.backend_base import Backend
 from kvrescue_eval.model_adapters.backends import BACKENDS
 from kvrescue_eval.model_adapters.settings.model_args import model_args_of, parse_model_args
 from kvrescue_eval.model_adapters.settings.tree import RoleBackends
@@ -79,17 +80,9 @@ class LaneOptions:
             raise ValueError(f"lanes must be >= 1, got {self.lanes}")
 
 
-class LaneBackend:
+class LaneBackend(Backend):
     """A backend with options of its own (never loaded here: parsing only)."""
     title, options, beside = "lanes", LaneOptions, False
-
-    @classmethod
-    def check(cls, role, settings):
-        pass
-
-    @classmethod
-    def require(cls):
-        pass
 
 
 def test_a_backends_options_are_model_args_with_its_name_as_prefix(monkeypatch):

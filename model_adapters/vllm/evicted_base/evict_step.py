@@ -30,6 +30,16 @@ def grouped_attention(query: torch.Tensor, keys: torch.Tensor, values: torch.Ten
     return out.view(rows, heads, q_length, -1)
 
 
+def _rows(slots: torch.Tensor, blocks: list[int], block_index: torch.Tensor, width: int) -> torch.Tensor:
+    """The first `width` slots of the blocks (blocks, kv_heads, width, dim): a view where the block ids are
+    consecutive (one row always is), else a copy. Advanced indexing copied them at every step, the largest cost
+    of a decode step over 576 slots on CPU (docs/performance.md, Long contexts)."""
+    first = blocks[0]
+    if blocks == list(range(first, first + len(blocks))):
+        return slots[first:first + len(blocks), :, :width]
+    return slots[:, :, :width].index_select(0, block_index)
+
+
 class LayerStep:
     """One layer's schedule and place (`layer` of `num_layers`), applied to its blocks; `out_proj`: the layer's
     o_proj weight (hidden, q_heads * head_dim), which value-aware evictors read (None: not handed)."""
@@ -60,7 +70,7 @@ class LayerStep:
         if views.prompt is not None:
             views.prompt[at] = False
         width = max(counts) + 1
-        keys, values = views.keys[block_index, :, :width], views.values[block_index, :, :width]
+        keys, values = _rows(views.keys, blocks, block_index, width), _rows(views.values, blocks, block_index, width)
         mask = None
         if len(set(counts)) > 1 or views.valid is not None:
             mask = (torch.arange(width, device=device)[None, :] <= count_index[:, None])[:, None, None, :]
@@ -95,17 +105,11 @@ class LayerStep:
         length = count + q_length
         keys = torch.cat([views.keys[block, :, :count], key], dim=1)[None]
         values = torch.cat([views.values[block, :, :count], value], dim=1)[None]
-        slots = torch.arange(length, device=device)
-        own = count + torch.arange(q_length, device=device)
-        causal = slots[None, :] <= own[:, None]
         valid = None
         if views.valid is not None:
             valid = torch.cat([views.valid[block, :, :count], key.new_ones(key.shape[0], q_length, dtype=torch.bool)],
                               dim=1)[None]
-            mask = causal[None, None] & valid[:, :, None, :] | (slots[None, :] == own[:, None])[None, None]
-        else:
-            mask = causal[None, None]
-        out = grouped_attention(query[None], keys, values, mask, self.scaling)[0]
+        out = self._chunk_attention(query, keys, values, count, valid)
         prompt = None
         if views.prompt is not None:   # a request's first chunk is its prompt (chunked prefill is refused)
             prompt = torch.cat([views.prompt[block, :, :count], key.new_full((key.shape[0], q_length), seen_before == 0,
@@ -130,6 +134,22 @@ class LayerStep:
         if views.valid is not None:
             views.valid[block, :, count:length] = True
         return out, length
+
+    def _chunk_attention(self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, count: int,
+                         valid: torch.Tensor | None) -> torch.Tensor:
+        """Causal attention of a chunk's queries (q_heads, T, dim) over the `count` kept slots and the chunk.
+        A prompt (count 0, every slot valid) takes sdpa's own causal kernel: a (T, T) mask per query head
+        would be 3 GB for a 32K-token prompt with 3 query heads per KV head, and the masked kernel 3x slower."""
+        if count == 0 and valid is None:
+            return torch.nn.functional.scaled_dot_product_attention(query[None], keys, values, is_causal=True,
+                                                                    enable_gqa=True, scale=self.scaling)[0]
+        q_length, device = query.shape[1], query.device
+        slots = torch.arange(count + q_length, device=device)
+        own = count + torch.arange(q_length, device=device)
+        mask = (slots[None, :] <= own[:, None])[None, None]
+        if valid is not None:
+            mask = mask & valid[:, :, None, :] | (slots[None, :] == own[:, None])[None, None]
+        return grouped_attention(query[None], keys, values, mask, self.scaling)[0]
 
     # -- compression ----------------------------------------------------------------------------------
     def _compress(self, views: BlockViews, blocks: torch.Tensor, count: int) -> int:

@@ -43,6 +43,7 @@ class Committed:
     ids: list[int]                # every committed token
     state: str | None = None      # parked state holding the first `held` of `ids` (None: nothing computed yet)
     held: int = 0
+    sampling: SamplingParams | None = None  # the problem's own (start); kept by every later Committed
 
 
 @dataclass
@@ -80,9 +81,9 @@ class VLLMEvictedPolicy:
         self.counts = {"rows": 0, "resumed_rows": 0, "state_updates": 0, "engine_steps": 0}
 
     # -- committed states ----------------------------------------------------------------------------
-    def start(self, key, conversation) -> int:
+    def start(self, key, conversation, sampling=None) -> int:
         ids = list(render_prompt(self.tokenizer, conversation, self.thinking))
-        self.committed[key] = Committed(ids)
+        self.committed[key] = Committed(ids, sampling=sampling or self.sampling)
         return len(ids)
 
     def length(self, key) -> int:
@@ -96,7 +97,7 @@ class VLLMEvictedPolicy:
             raise RuntimeError(f"base row {handle} of problem {key!r} cannot be committed: its problem's state "
                                f"was not brought up to date at the step's first decode")
         ids = old.ids + row.tokens
-        self.committed[key] = Committed(ids, row.state, len(ids) - 1)   # the winner lacks its last token
+        self.committed[key] = Committed(ids, row.state, len(ids) - 1, old.sampling)   # the winner lacks its last token
         row.state = None                   # now the committed state's
         self._release(old.state)
         self._drop_rows(key)
@@ -109,7 +110,7 @@ class VLLMEvictedPolicy:
             if state.held < len(state.ids):
                 raise RuntimeError(f"problem {key!r}: a second step appended without a base decode between; the "
                                    "vLLM base computes what its committed state lacks at a step's first decode")
-            self.committed[key] = Committed(state.ids + ids, state.state, state.held)
+            self.committed[key] = Committed(state.ids + ids, state.state, state.held, state.sampling)
         return ids
 
     def release(self, key) -> None:
@@ -146,7 +147,7 @@ class VLLMEvictedPolicy:
         drawn = self._step({**{self.rows[h].request: h for h in handles}, **{name: name for name in states}})
         for name, key in states.items():   # the rows have copied the old states in that step
             old = self.committed[key]
-            self.committed[key] = Committed(old.ids, name, len(old.ids))
+            self.committed[key] = Committed(old.ids, name, len(old.ids), old.sampling)
             self._release(old.state)
         for handle in handles:
             self.rows[handle].tokens.append(drawn[handle][0])
@@ -160,10 +161,10 @@ class VLLMEvictedPolicy:
                 self._release(row.state)
 
     # -- internals --------------------------------------------------------------------------------------
-    def _params(self, *, handle: str, seed: int | None, max_tokens: int, park: str, fork_of: str | None):
+    def _params(self, s: SamplingParams, *, handle: str, seed: int | None, max_tokens: int, park: str,
+                fork_of: str | None):
         from vllm import SamplingParams as VLLMSamplingParams
 
-        s = self.sampling
         transfer = {"park": park, **({"fork_of": fork_of} if fork_of is not None else {})}
         return VLLMSamplingParams(
             n=1, temperature=s.temperature, top_p=s.top_p, top_k=s.top_k, seed=seed, max_tokens=max_tokens,
@@ -183,7 +184,7 @@ class VLLMEvictedPolicy:
                 continue
             name = next(self._ids)
             self.engine.add_request(name, TokensPrompt(prompt_token_ids=list(state.ids)), self._params(
-                handle=name, seed=0, max_tokens=1, park=name, fork_of=state.state))
+                state.sampling, handle=name, seed=0, max_tokens=1, park=name, fork_of=state.state))
             requests[name] = key
         self.counts["state_updates"] += len(requests)
         return requests
@@ -199,8 +200,8 @@ class VLLMEvictedPolicy:
         row.request, row.state = f"{handle}.{row.requests}", handle
         seed = None if row.seed is None else row.seed + 7919 * (row.requests - 1)   # a resumed row's own stream
         self.engine.add_request(row.request, TokensPrompt(prompt_token_ids=prompt), self._params(
-            handle=handle, seed=seed, max_tokens=max(1, self.max_model_len - len(prompt)), park=handle,
-            fork_of=source))
+            committed.sampling, handle=handle, seed=seed, max_tokens=max(1, self.max_model_len - len(prompt)),
+            park=handle, fork_of=source))
 
     def _step(self, requests: dict[str, str]) -> dict:
         """One token for every request (vLLM request id -> row handle): handle -> (token, entropy). Normally one
