@@ -69,7 +69,7 @@ PRESETS = {
     # tokens (12 after 24); its thresholds (3.0 nats, gzip 0.5 over 128 characters) are provisional, to be
     # read from the testbed's histograms of base candidates (benchmarks/testbed_candidate_histograms.py) once measured.
     "recall-deep-cpu": dict(base=TESTBED + "base3", helper=TESTBED + "helper3", prm=TESTBED + "prm",
-                            scorer="qwen-prm", evictor="rkv", budget=96, buffer=16, n=4, max_steps=64,
+                            scorer="qwen-prm", evictor="rkv", budget=80, buffer=16, n=4, max_steps=64,
                             max_step_tokens=64, max_problems_in_flight=32, dtype="float32",
                             detector_entropy_threshold=3.0, detector_window=12, detector_guard=24,
                             detector_gzip_threshold=0.5, detector_gzip_chars=128),
