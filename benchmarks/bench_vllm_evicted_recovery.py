@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from kvrescue_eval.analysis.recovery import recovery as recovery_of
+
 RESULTS = Path(__file__).resolve().parent / "results" / "vllm_evicted_recovery.json"
 RUNS = {
     "rescue_hf": "preset=recall-cpu",
@@ -57,7 +59,7 @@ def main():
                               "backends": result["config"].get("kvrescue", {}).get("backends")}
             print(name, measured[name], flush=True)
     bon, full = measured["bon_hf"]["pass_at_1"], measured["full_hf"]["pass_at_1"]
-    recovery = {name: (measured[name]["pass_at_1"] - bon) / (full - bon) if full != bon else None
+    recovery = {name: recovery_of(rescue=measured[name]["pass_at_1"], bon=bon, full=full)
                 for name in ("rescue_hf", "rescue_vllm")}
     gap = None if None in recovery.values() else recovery["rescue_vllm"] - recovery["rescue_hf"]
     out = {"what": f"python benchmarks/bench_vllm_evicted_recovery.py --limit {args.limit} (OMP_NUM_THREADS="

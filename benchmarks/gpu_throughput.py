@@ -154,7 +154,7 @@ def run_mode(setup: Setup, args, mode: str, in_flight: int, problems: int) -> di
             prm_seconds[0] += time.perf_counter() - start
 
     scorer.score = timed_score
-    from kvrescue_eval.engine.config import MODES
+    from kvrescue_eval.run_modes import MODES
 
     config = EngineConfig(n_base=args.n if MODES[mode].uses_base else 0,
                           n_helper=args.n if MODES[mode].uses_helper else 0, max_steps=args.steps, max_step_tokens=args.step_tokens,

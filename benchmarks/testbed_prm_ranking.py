@@ -17,18 +17,38 @@ from pathlib import Path
 
 from kvrescue_eval.engine.scoring import ScoreRequest
 from kvrescue_eval.tasks.kv_recall.generate import read_split, step_kind
-from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, VALUES
+from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, EQUALS, VALUES
 
 from kvrescue_eval.model_adapters.testbed import weights_dir
 from kvrescue_eval.model_adapters.testbed.examples import expected_step, step_text, wrong_step
+from kvrescue_eval.model_adapters.testbed.run_on import run_on_words
+
+
+def soup(rng):
+    while True:
+        words = run_on_words(rng)
+        if len(set(words)) > 4:
+            return words
+
+
+def loop(rng):
+    while True:
+        words = run_on_words(rng)
+        if len(set(words)) <= 4:
+            return words
 
 WRONG = 3
 HELPER_SLIP = "code, the helper's slip"
+# Error kinds the PRM never saw in training (examples.wrong_step has none of them): a run-on of the
+# generation-3 base as its step cap cuts it, and the generation-3 helper's own wrong codes.
+RUN_ON_SOUP, RUN_ON_LOOP, HELPER3_SLIP = "unseen: run-on, soup", "unseen: run-on, loop", "unseen: helper3's slip"
+RUN_ON_STEP = 64  # the step cap of the preset recall-deep-cpu
 
 
-def pairs_to_rank(problems, seed=0):
-    """(kind, request) with candidates [right, wrong] for every place of every problem."""
-    rng = random.Random(seed)
+def pairs_to_rank(problems, seed=0, helper_slips=()):
+    """(kind, request) with candidates [right, wrong] for every place of every problem. `helper_slips`: value ->
+    the code word a helper writes for it where that is wrong (generation 3: helper_slips())."""
+    rng, unseen = random.Random(seed), random.Random(seed + 1)  # the unseen kinds do not shift the seen ones' draws
     for i, problem in enumerate(problems):
         steps = problem["steps"]
         for k in range(len(steps)):
@@ -40,14 +60,45 @@ def pairs_to_rank(problems, seed=0):
             if kind == "code":
                 value = right.split()[0]
                 labelled.append((HELPER_SLIP, f"{value} {ARROW} {CODE[VALUES[(VALUES.index(value) + 1) % 64]]}"))
+                if value in helper_slips:
+                    labelled.append((HELPER3_SLIP, f"{value} {ARROW} {helper_slips[value]}"))
+            if kind != "code":  # where the generation-3 base runs on: after the key and "=" (run_on.py)
+                key = right.split()[0]
+                for label, words in ((RUN_ON_SOUP, soup(unseen)), (RUN_ON_LOOP, loop(unseen))):
+                    labelled.append((label, f"{key} {EQUALS}" + "".join(words[:RUN_ON_STEP - 2])))
             for label, wrong in labelled:
                 yield label, ScoreRequest(key=(i, k, wrong), question=problem["question"], system=problem["system"],
                                           steps=[step_text(s) for s in steps[:k]],
                                           candidates=[step_text(right), step_text(wrong)])
 
 
-def ranking_accuracy(scorer, problems, batch=64):
-    labelled = list(pairs_to_rank(problems))
+def helper_slips(folder, problems):
+    """value -> the code word the helper in `folder` writes (greedy) after the right steps up to that value's
+    code step, for each value whose code it gets wrong there (its first problem listing it)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from kvrescue_eval.model_adapters.testbed.examples import encode, prompt_text
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    slips = {}
+    for problem in problems:
+        for k, step in enumerate(problem["steps"][1:-1:2]):
+            value = step.split()[0]
+            if value in slips or value not in VALUES:
+                continue
+            text = "\n\n".join(step_text(s) for s in problem["steps"][:2 * k + 1]) + f"\n\n {value} {ARROW}"
+            ids = encode(tokenizer, prompt_text(tokenizer, problem) + text)
+            with torch.no_grad():
+                word = tokenizer.convert_ids_to_tokens(int(model(torch.tensor([ids])).logits[0, -1].argmax()))
+            if word.strip() != CODE[value]:
+                slips[value] = word.strip()
+    return slips
+
+
+def ranking_accuracy(scorer, problems, batch=64, slips=()):
+    labelled = list(pairs_to_rank(problems, helper_slips=slips))
     wins = {}
     for start in range(0, len(labelled), batch):
         chunk = labelled[start:start + batch]
@@ -63,16 +114,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prm", default=None, help="PRM folder (default: the shipped testbed PRM)")
     parser.add_argument("--limit", type=int, default=None, help="first LIMIT test problems only")
+    parser.add_argument("--helper", help="testbed helper (e.g. helper3) whose own wrong codes are ranked too")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     scorer = load_qwen_prm(args.prm or str(weights_dir("prm")), dtype="float32")
     problems = read_split("test")[:args.limit]
-    figures = ranking_accuracy(scorer, problems)
+    slips = helper_slips(str(weights_dir(args.helper)), read_split("test")) if args.helper else {}
+    figures = ranking_accuracy(scorer, problems, slips=slips)
     for label, row in figures.items():
         print(f"{label}: {row['ranked_right']:.3f} of {row['pairs']} pairs ranked right", file=sys.stderr)
     if args.json:
-        args.json.write_text(json.dumps({"problems": len(problems), "wrong_per_place": WRONG, "ranking": figures},
-                                        indent=1) + "\n")
+        args.json.write_text(json.dumps({"problems": len(problems), "wrong_per_place": WRONG, "ranking": figures,
+                                         "helper_slips": slips}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ lack some fields: they read as the defaults here (the detector as on, which it w
 
 from dataclasses import asdict, dataclass, field, fields
 
-from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.run_modes import MODES
 
 
 def _process(default=None, factory=None):

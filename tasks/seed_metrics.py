@@ -42,10 +42,10 @@ import statistics
 
 import numpy
 
-from kvrescue_eval import benchmarks, grading
+from kvrescue_eval import benchmark_table, grading
 from kvrescue_eval.stats import DEGENERATION_MIN_STEPS, STAT_KEYS, carries_statistics
 
-MODES = {"exact_match": "qwen", "exact_match_strict": "strict"}
+GRADER_MODES = {"exact_match": "qwen", "exact_match_strict": "strict"}  # metric -> grader mode
 BOXED = "exact_match_boxed"
 MATH_VERIFY = "exact_match_math_verify"
 SEED_STD_SUFFIX = "_seed_std"
@@ -62,13 +62,13 @@ def score_responses(doc, results, *, benchmark, plan=None):
     metrics.update(over_repeats(plan, metrics, {metric: (answers, equal) for metric, (_, answers, equal)
                                                 in graded.items()}))
     if responses and all(map(carries_statistics, responses)):
-        metrics.update(engine_statistics(responses, metrics[benchmarks.benchmark(benchmark).metric]))
+        metrics.update(engine_statistics(responses, metrics[benchmark_table.benchmark(benchmark).metric]))
     return metrics
 
 
 def grade(doc, texts, benchmark):
     """metric -> (per-repeat 0/1 verdicts, the answers they grade, the grader's equality of two answers)."""
-    graded = {metric: _harness(doc, texts, benchmark, mode) for metric, mode in MODES.items()}
+    graded = {metric: _harness(doc, texts, benchmark, mode) for metric, mode in GRADER_MODES.items()}
     verdicts, answers, equal = graded["exact_match"]
     boxed = [grading.has_boxed_answer(text) for text in texts]
     graded[BOXED] = ([int(right and is_boxed) for right, is_boxed in zip(verdicts, boxed)],

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.identity import label_variants, mismatches, with_generation
 from kvrescue_eval.analysis.missing_runs import arm_command
+from kvrescue_eval.analysis.recovery import recovery
 from kvrescue_eval.analysis.reruns import newest
 from kvrescue_eval.analysis.seeds import pool
 
@@ -74,10 +75,7 @@ class Comparison:
     def recovery(self):
         if not self.complete:
             return None
-        gap = self.full.accuracy.mean - self.bon.accuracy.mean
-        if gap == 0:
-            return None
-        return (self.rescue.accuracy.mean - self.bon.accuracy.mean) / gap
+        return recovery(rescue=self.rescue.accuracy.mean, bon=self.bon.accuracy.mean, full=self.full.accuracy.mean)
 
 
 @dataclass

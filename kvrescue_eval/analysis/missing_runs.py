@@ -7,6 +7,8 @@ for the baselines, as in the paper), written beside the rescue run so that the s
 
 import shlex
 
+from kvrescue_eval.model_args_text import join_model_args, split_model_args
+
 EVICTION_ARGS = ("evictor", "budget", "buffer", "window")
 NEVER_COPIED = ("mode", "detector", "n_base", "n_helper", "batch_size", "max_batch_size")
 
@@ -30,28 +32,18 @@ def baseline_args(model_args, arm):
     return {**args, "mode": arm}
 
 
-def model_args_of(config):
-    """lm-eval's recorded model_args (a "k=v,k=v" string or a dict) as an ordered dict of strings."""
-    raw = config.get("model_args")
-    if isinstance(raw, dict):
-        return {str(k): str(v) for k, v in raw.items()}
-    if isinstance(raw, str):
-        return dict(part.split("=", 1) for part in raw.split(",") if "=" in part)
-    return {}
-
-
 def arm_command(rescue_cell, arm):
     """The command line (one string, shell-quoted) that runs `arm` ("bon", "full" or "helper") for this cell."""
     run = rescue_cell.runs[0]
     setting = rescue_cell.setting
-    args = baseline_args(model_args_of(run.config), arm)
+    args = baseline_args(split_model_args(run.config.get("model_args")), arm)
     args["n"] = str(setting.n)
     if arm == "bon":  # the rescue's eviction, stated whatever the preset or defaults were
         args.update(evictor=setting.evictor, budget=str(setting.budget))
         if setting.buffer is not None:
             args["buffer"] = str(setting.buffer)
     task = next(name for name, task in run.tasks.items() if task.benchmark == rescue_cell.benchmark)
-    command = ["lm_eval", "--model", "kvrescue", "--model_args", ",".join(f"{k}={v}" for k, v in args.items()),
+    command = ["lm_eval", "--model", "kvrescue", "--model_args", join_model_args(args),
                "--tasks", task]
     if run.limit is not None:
         command += ["--limit", _number(run.limit)]

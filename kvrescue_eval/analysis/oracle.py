@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from kvrescue_eval.analysis.comparisons import LIMITS
 from kvrescue_eval.analysis.errors import AnalysisInputError
+from kvrescue_eval.analysis.recovery import recovery
 from kvrescue_eval.analysis.runs import sample_records, samples_file
 from kvrescue_eval.analysis.tables import Table, percent
 
@@ -56,9 +57,7 @@ class OracleResult:
     @property
     def recovery(self):
         """(A_oracle - A_bon) / (A_full - A_bon); None without A_full or when A_full = A_bon."""
-        if self.full is None or self.full == self.bon:
-            return None
-        return (self.oracle - self.bon) / (self.full - self.bon)
+        return None if self.full is None else recovery(rescue=self.oracle, bon=self.bon, full=self.full)
 
 
 def run_verdicts(run, benchmark, metric):

@@ -14,7 +14,8 @@ import io
 from functools import lru_cache
 from importlib import resources
 
-from kvrescue_eval import benchmarks as benchmark_table
+from kvrescue_eval import benchmark_table
+from kvrescue_eval.analysis.recovery import recovery
 
 CITATION = "arXiv:2608.15797"
 NOTE = "reported by the paper, not reproduced here"
@@ -24,7 +25,7 @@ PRM = "Qwen/Qwen2.5-Math-PRM-7B"
 EVICTOR, BUFFER = "rkv", 128
 PROTOCOL = {"max_steps": 1024, "max_step_tokens": 512, "max_context": 4096}
 BENCHMARKS = ("math500", "aime24", "amc23", "gsm8k", "olympiadbench")  # the columns of its tables
-# Its protocol on them is the benchmark table's (kvrescue_eval/benchmarks.py): every problem, 5 seeds on
+# Its protocol on them is the benchmark table's (kvrescue_eval/benchmark_table.py): every problem, 5 seeds on
 # AIME24 and AMC23, one on the others.
 SEEDS = {name: benchmark_table.benchmark(name).seeds for name in BENCHMARKS}
 PROBLEMS = {name: benchmark_table.benchmark(name).problems for name in BENCHMARKS}
@@ -119,11 +120,11 @@ def table5_cell(setting, benchmark):
     return cell[benchmark] if cell else None
 
 
-def recovery(label, n, budget, benchmark):
-    """(A_rescue - A_bon) / (A_full - A_bon) from Table 5."""
+def table5_recovery(label, n, budget, benchmark):
+    """Recovery from Table 5."""
     rescue, bon, full = (table5()[(label, n, mode, b)][benchmark][0]
                          for mode, b in (("rescue", budget), ("bon", budget), ("full", None)))
-    return (rescue - bon) / (full - bon)
+    return recovery(rescue=rescue, bon=bon, full=full)
 
 
 def interleaving_recovery(budget):
@@ -132,11 +133,11 @@ def interleaving_recovery(budget):
     inter, bon, full = (rows.get((b, m)) for b, m in ((budget, "+ interleaving"), (budget, "bon"), (None, "full")))
     if inter is None or bon is None:
         return None
-    return (inter["accuracy"] - bon["accuracy"]) / (full["accuracy"] - bon["accuracy"])
+    return recovery(rescue=inter["accuracy"], bon=bon["accuracy"], full=full["accuracy"])
 
 
 def mean_recovery(n, budget, labels=tuple(BASES), benchmarks=BENCHMARKS):
-    values = [recovery(label, n, budget, bench) for label in labels for bench in benchmarks]
+    values = [table5_recovery(label, n, budget, bench) for label in labels for bench in benchmarks]
     return sum(values) / len(values)
 
 

@@ -78,7 +78,7 @@ def _paper_recovery(setting, benchmark):
                       f"(N in {ns}, B in {budgets})")
     label = paper.base_label(setting.base)
     if label in paper.BASES and benchmark in paper.BENCHMARKS:
-        return paper.recovery(label, setting.n, setting.budget, benchmark), f"paper {label}, same cell"
+        return paper.table5_recovery(label, setting.n, setting.budget, benchmark), f"paper {label}, same cell"
     if label in paper.BASES and benchmark is None:
         return paper.mean_recovery(setting.n, setting.budget, labels=(label,)), f"paper {label}, mean of 5 benchmarks"
     return (paper.mean_recovery(setting.n, setting.budget),

@@ -13,7 +13,7 @@ hide a run of another experiment, so that is an error naming every differing fie
 from dataclasses import dataclass
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
-from kvrescue_eval.analysis.runs import model_args_pairs
+from kvrescue_eval.model_args_text import split_model_args
 from kvrescue_eval.journal import differences
 from kvrescue_eval.run_record import RunRecord
 
@@ -46,7 +46,7 @@ def experiment(run, task):
         recorded = {"kvrescue": {k: v for k, v in run.model_info.items() if k not in RUN_DEPENDENT}}
     else:
         recorded = {name: config.get(name) for name in STOCK_FIELDS}
-        recorded["model_args"] = {k: v for k, v in model_args_pairs(config.get("model_args")).items()
+        recorded["model_args"] = {k: v for k, v in split_model_args(config.get("model_args")).items()
                                   if k not in STOCK_BATCHING}
     recorded["device"] = str(config.get("device") or "").split(":")[0] or None
     recorded["task"] = {"name": task.task, "version": task.version, "config_sha256": task.config_sha256}

@@ -28,18 +28,21 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kvrescue_eval import benchmarks
+from kvrescue_eval import benchmark_table
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.json_input import load_json_object
 from kvrescue_eval.analysis.model_identity import model_identity
 from kvrescue_eval.analysis.seeds import SeedSummary
-from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.model_args_text import split_model_args
 from kvrescue_eval.repeat_statistics import KINDS, statistic_name
+from kvrescue_eval.run_modes import MODES
 from kvrescue_eval.run_record import RecordError, RunRecord
 from kvrescue_eval.stats import STAT_KEYS
 
 # Accuracy metrics of our math tasks, read beside the chosen one when a task reports them.
-ACCURACY_METRICS = ("exact_match_boxed", "exact_match", "exact_match_strict", "exact_match_math_verify")
+# the testbed's step_accuracy too: the share of a trajectory's steps that are right (tasks/kv_recall)
+ACCURACY_METRICS = ("exact_match_boxed", "exact_match", "exact_match_strict", "exact_match_math_verify",
+                    "step_accuracy")
 ENGINE_STATS = STAT_KEYS + ("degenerated",)
 _DATE = r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?"
 _STOCK_MODEL_KEYS = ("pretrained", "model", "path", "engine")
@@ -149,7 +152,7 @@ def read_runs(paths, metric=None):
 def primary_metric(task, task_config):
     """The accuracy a task is judged by: its benchmark table row's metric, else the first metric of its
     `metric_list` (as lm-eval records the task's config), else None."""
-    row = benchmarks.of_task(task)
+    row = benchmark_table.of_task(task)
     if row is not None:
         return row.metric
     for entry in (task_config or {}).get("metric_list") or ():
@@ -216,16 +219,9 @@ def canonical(value):
     return json.dumps(value, sort_keys=True)
 
 
-def model_args_pairs(args):
-    """lm-eval's recorded model_args (a dict, or the command line's "k=v,k=v") as a dict."""
-    if isinstance(args, str):
-        return dict(part.split("=", 1) for part in args.split(",") if "=" in part)
-    return dict(args) if isinstance(args, dict) else {}
-
-
 def _stock_model_name(config, path):
     args = config.get("model_args")
-    pairs = model_args_pairs(args)
+    pairs = split_model_args(args)
     for key in _STOCK_MODEL_KEYS:
         if pairs.get(key):
             return str(pairs[key])
@@ -273,7 +269,7 @@ def statistics_over_repeats(metrics, metric, flt, repeats):
 
 def benchmark_of_task(task):
     """The benchmark an lm-eval task runs (the benchmark table's name for it); other tasks keep their own name."""
-    row = benchmarks.of_task(task)
+    row = benchmark_table.of_task(task)
     return row.name if row else task
 
 

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 from kvrescue_eval.analysis.comparisons import average_recovery
 from kvrescue_eval.analysis.identity import mismatches
+from kvrescue_eval.analysis.markdown import markdown_table
+from kvrescue_eval.analysis.recovery import recovery
 from kvrescue_eval.analysis.runs import ACCURACY_METRICS
-from kvrescue_eval.engine.config import MODES
 from kvrescue_eval.repeat_statistics import KINDS
+from kvrescue_eval.run_modes import MODES
 
 # `variant`: what tells a setting from another with the same named fields (analysis/identity.py), else empty
 SETTING_COLUMNS = ("base", "mode", "n", "evictor", "budget", "helper", "scorer", "detector", "max_steps",
@@ -33,12 +35,8 @@ class Table:
         """The table in markdown; an empty table renders as nothing."""
         if not self.rows:
             return ""
-        lines = [f"### {self.title}", "", "| " + " | ".join(self.columns) + " |",
-                 "|" + "---|" * len(self.columns)]
-        for row in self.rows:
-            cells = [self.formats.get(col, _plain)(row.get(col)) for col in self.columns]
-            lines.append("| " + " | ".join(cells) + " |")
-        return "\n".join(lines) + "\n"
+        cells = [[self.formats.get(col, _plain)(row.get(col)) for col in self.columns] for row in self.rows]
+        return f"### {self.title}\n\n" + markdown_table(self.columns, cells) + "\n"
 
     def to_csv(self):
         out = io.StringIO()
@@ -185,22 +183,32 @@ def recovery_average_table(comparisons):
 
 def evictor_table(comparisons, metric):
     """Recovery grouped by evictor: per evictor, budget and benchmark, the bon and rescue accuracies, the full
-    base's, recovery, and the base tokens per problem of both evicted arms."""
+    base's, recovery, the same on step accuracy where the task reports it (the testbed), and the base tokens per
+    problem of both evicted arms."""
     rows = []
     for comp in sorted(comparisons, key=lambda c: (c.rescue.setting.evictor or "", c.rescue.setting.budget or 0,
                                                    c.rescue.benchmark, c.rescue.setting.n)):
         setting = comp.rescue.setting
+        step = {arm: _metric_mean(getattr(comp, arm), "step_accuracy") for arm in ("bon", "rescue", "full")}
         rows.append(dict(evictor=setting.evictor, budget=setting.budget, benchmark=comp.rescue.benchmark, n=setting.n,
                          bon=comp.bon.accuracy.mean if comp.bon else None, rescue=comp.rescue.accuracy.mean,
                          full=comp.full.accuracy.mean if comp.full else None, recovery=comp.recovery,
+                         bon_step_accuracy=step["bon"], rescue_step_accuracy=step["rescue"],
+                         step_recovery=None if None in step.values() else recovery(**step),
                          bon_base_tokens=comp.bon.stats.get("base_tokens") if comp.bon else None,
                          rescue_base_tokens=comp.rescue.stats.get("base_tokens"), status=comp.status))
-    columns = ("evictor", "budget", "benchmark", "n", "bon", "rescue", "full", "recovery", "bon_base_tokens",
-               "rescue_base_tokens", "status")
-    formats = {**{col: percent for col in ("bon", "rescue", "full", "recovery")},
+    columns = ("evictor", "budget", "benchmark", "n", "bon", "rescue", "full", "recovery", "bon_step_accuracy",
+               "rescue_step_accuracy", "step_recovery", "bon_base_tokens", "rescue_base_tokens", "status")
+    formats = {**{col: percent for col in ("bon", "rescue", "full", "recovery", "bon_step_accuracy",
+                                           "rescue_step_accuracy", "step_recovery")},
                "bon_base_tokens": number, "rescue_base_tokens": number}
-    return Table("by_evictor", f"By evictor: {metric} (%) of evicted best-of-N and rescue, recovery, and base tokens "
-                 "per problem", columns, rows, formats)
+    return Table("by_evictor", f"By evictor: {metric} (%) of evicted best-of-N and rescue, recovery, the same on step "
+                 "accuracy (where the task reports it), and base tokens per problem", columns, rows, formats)
+
+
+def _metric_mean(cell, name):
+    summary = cell.metrics.get(name) if cell is not None else None
+    return summary.mean if summary is not None else None
 
 
 def decode_cost_table(cells):
@@ -221,6 +229,10 @@ def decode_cost_table(cells):
 ABLATION_STATS = ("accuracy", "degeneration_rate", "base_tokens", "steps", "early_exit_rate")
 ABLATION_FORMATS = {"accuracy": percent, "degeneration_rate": percent, "early_exit_rate": percent,
                     "base_tokens": number, "steps": number}
+# the statistics table adds these (the testbed's calibration grid reads them all there)
+RUN_STATS = ABLATION_STATS + ("step_accuracy", "helper_tokens", "helper_share", "recovery")
+RUN_FORMATS = {**ABLATION_FORMATS, "step_accuracy": percent, "helper_tokens": number, "helper_share": percent,
+               "recovery": percent}
 
 
 def ablation_values(cell):
@@ -232,12 +244,18 @@ def ablation_values(cell):
                 early_exit_rate=_ratio(stats.get("early_exits"), base_candidates))
 
 
-def ablation_table(cells, metric):
-    """Every cell with the Table 2 statistics."""
-    rows = [{**setting_fields(cell.setting), "benchmark": cell.benchmark, **ablation_values(cell)} for cell in cells]
-    return Table("ablation", f"Statistics of every setting: {metric} (%), degeneration rate (%), base tokens, steps, "
-                 "early-exit rate (% of base candidates)", SETTING_COLUMNS + ("benchmark",) + ABLATION_STATS, rows,
-                 ABLATION_FORMATS)
+def ablation_table(analysis):
+    """Every cell with the Table 2 statistics, its step accuracy (where the task reports it), helper tokens, helper
+    share of committed steps, and, for a rescue cell, its recovery."""
+    recoveries = {id(comp.rescue): comp.recovery for comp in analysis.comparisons}
+    rows = [{**setting_fields(cell.setting), "benchmark": cell.benchmark, **ablation_values(cell),
+             "step_accuracy": _metric_mean(cell, "step_accuracy"), "helper_tokens": cell.stats.get("helper_tokens"),
+             "helper_share": _ratio(cell.stats.get("helper_steps"), cell.stats.get("steps")),
+             "recovery": recoveries.get(id(cell))} for cell in analysis.cells]
+    return Table("ablation", f"Statistics of every setting: {analysis.metric} (%), degeneration rate (%), base tokens, "
+                 "steps, early-exit rate (% of base candidates), step accuracy (%), helper tokens, helper share of "
+                 "committed steps (%), recovery (%) of a rescue setting", SETTING_COLUMNS + ("benchmark",) + RUN_STATS,
+                 rows, RUN_FORMATS)
 
 
 # The paper's Table 2 rows, cumulative: evicted best-of-N, + interleaving (rescue, detector off),
@@ -317,4 +335,4 @@ def all_tables(analysis):
     return [accuracy_matrix(cells, metric), accuracy_table(cells, metric), recovery_table(analysis.comparisons, metric),
             recovery_average_table(analysis.comparisons), evictor_table(analysis.comparisons, metric),
             repeats_table(cells, metric), decode_cost_table(cells), table2(cells, metric),
-            ablation_table(cells, metric), helper_share_table(cells), unpaired_table(analysis.unpaired)]
+            ablation_table(analysis), helper_share_table(cells), unpaired_table(analysis.unpaired)]

@@ -1,35 +1,10 @@
-"""Engine settings and the modes of the paper's Table 5."""
+"""Engine settings (the modes of the paper's Table 5, which set them, are kvrescue_eval/run_modes.py)."""
 
 from dataclasses import dataclass, field
 
 from kvrescue_eval import STEP_SEPARATOR  # noqa: F401 (re-exported for the engine)
 from kvrescue_eval.bounds import refuse_below
 from kvrescue_eval.detector import DetectorConfig
-
-
-@dataclass(frozen=True, kw_only=True)
-class Mode:
-    """A row of the paper's Table 5: which models propose candidates, whether the base's cache evicts, and
-    whether the detector screens base candidates by default (the paper uses early exit in KV-Rescue only)."""
-    name: str = field(kw_only=False)
-    uses_base: bool
-    uses_helper: bool
-    evicts: bool
-    early_exit: bool
-    summary: str
-
-
-# The one table of modes, read by model_args, the lm-eval model, the policies' builder and the analysis.
-MODES = {mode.name: mode for mode in (
-    Mode("rescue", uses_base=True, uses_helper=True, evicts=True, early_exit=True,
-         summary="N base (evicted KV) + N helper (full KV) candidates, the scorer picks"),
-    Mode("bon", uses_base=True, uses_helper=False, evicts=True, early_exit=False,
-         summary="evicted best-of-N: N base candidates, no helper"),
-    Mode("full", uses_base=True, uses_helper=False, evicts=False, early_exit=False,
-         summary="best-of-N of the base with its full KV cache"),
-    Mode("helper", uses_base=False, uses_helper=True, evicts=False, early_exit=False,
-         summary="the helper alone, best-of-N, full KV"),
-)}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ MODES = tuple(RULES)
 
 def __getattr__(name):
     if name == "DATASETS":  # the benchmark table's names, read when asked (a row added later counts)
-        from kvrescue_eval.benchmarks import names
+        from kvrescue_eval.benchmark_table import names
 
         return names()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

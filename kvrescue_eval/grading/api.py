@@ -46,7 +46,7 @@ def unfinished_thinking(text):
 
 def parse_gold(doc, dataset, *, mode="qwen"):
     """The normalised gold answer of a document of `dataset`, read by the gold rule its row of the benchmark
-    table names (kvrescue_eval/benchmarks.py; the rules are `GOLD_RULES` in grading/gold.py)."""
+    table names (kvrescue_eval/benchmark_table.py; the rules are `GOLD_RULES` in grading/gold.py)."""
     check_dataset(dataset)
     check_mode(mode)
     return gold_normalised(doc, dataset, keep_single_letters=mode == "strict")

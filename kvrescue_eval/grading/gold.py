@@ -1,7 +1,7 @@
 """The gold answer of a benchmark document: the harness's `parse_ground_truth`, by the gold rule that the
-benchmark table (kvrescue_eval/benchmarks.py) names for each benchmark."""
+benchmark table (kvrescue_eval/benchmark_table.py) names for each benchmark."""
 
-from kvrescue_eval import benchmarks
+from kvrescue_eval import benchmark_table
 
 from .extraction import harness_extract
 from .normalization import strip_string
@@ -49,12 +49,12 @@ GOLD_RULES = {
 
 def raw_gold(doc, dataset):
     """The gold answer of a document as its benchmark's rule reads it, before normalisation."""
-    read, _ = GOLD_RULES[benchmarks.benchmark(dataset).gold]
+    read, _ = GOLD_RULES[benchmark_table.benchmark(dataset).gold]
     return read(doc, dataset)
 
 
 def gold_normalised(doc, dataset, *, keep_single_letters=False):
     raw = raw_gold(doc, dataset)
-    if GOLD_RULES[benchmarks.benchmark(dataset).gold][1]:
+    if GOLD_RULES[benchmark_table.benchmark(dataset).gold][1]:
         raw = harness_extract(raw, keep_single_letters=keep_single_letters)
     return strip_string(raw, keep_single_letters=keep_single_letters)

@@ -1,7 +1,7 @@
 """The two grading modes: "qwen" reproduces the Qwen2.5-Math harness's verdicts, quirks included;
 "strict" fixes the quirks (see comparison.py and unit_words.py)."""
 
-from kvrescue_eval import benchmarks
+from kvrescue_eval import benchmark_table
 
 from .comparison import QWEN, STRICT
 
@@ -15,7 +15,7 @@ def check_mode(mode):
 
 
 def check_dataset(dataset):
-    if dataset not in benchmarks.TABLE:
-        raise ValueError(f"dataset must be one of {list(benchmarks.names())} (the benchmark table, "
-                         f"kvrescue_eval/benchmarks.py); got {dataset!r}")
+    if dataset not in benchmark_table.TABLE:
+        raise ValueError(f"dataset must be one of {list(benchmark_table.names())} (the benchmark table, "
+                         f"kvrescue_eval/benchmark_table.py); got {dataset!r}")
     return dataset

@@ -18,9 +18,10 @@ from itertools import product
 from pathlib import Path
 
 from kvrescue_eval.analysis.missing_runs import baseline_args, eviction_args
-from kvrescue_eval.engine.config import MODES
+from kvrescue_eval.run_modes import MODES
+from kvrescue_eval.model_args_text import join_model_args, value_text
 
-from .spec import SpecError, lm_eval_text
+from .spec import SpecError
 
 DEFAULT_MODE = "rescue"  # the kvrescue model's default mode
 HELPER_ARGS = ("helper", "n_helper", "helper_backend")
@@ -46,7 +47,7 @@ class Arm:
 
     def argv(self):
         """lm_eval's arguments for this arm (what `lm_eval` would be given)."""
-        return ["--model", "kvrescue", "--model_args", ",".join(f"{k}={v}" for k, v in self.model_args),
+        return ["--model", "kvrescue", "--model_args", join_model_args(self.model_args),
                 "--tasks", self.tasks, *self.options, "--output_path", str(self.output_path)]
 
     def command(self, processes=1):
@@ -75,18 +76,18 @@ def expand(spec):
     arms, seen = [], {}
     options = _options(spec)
     for args, added_for in settings:
-        key = tuple(sorted((k, lm_eval_text(v)) for k, v in args.items()))
+        key = tuple(sorted((k, value_text(v)) for k, v in args.items()))
         if key in seen:
             continue
         name = _name(args, axes)
         if name in {arm.name for arm in arms}:
             other = next(arm for arm in arms if arm.name == name)
-            raise SpecError(spec.source, "grid", f"two arms get the name {name!r} ({_args_text(args)} and "
-                                                 f"{_args_text(dict(other.model_args))}): make the key that "
+            raise SpecError(spec.source, "grid", f"two arms get the name {name!r} ({join_model_args(args)} and "
+                                                 f"{join_model_args(dict(other.model_args))}): make the key that "
                                                  "separates them a list (an axis), so that it is in the name")
         seen[key] = name
         tasks = args.pop("tasks", spec.tasks)
-        arms.append(Arm(name, tuple((k, lm_eval_text(v)) for k, v in args.items()), str(tasks), options,
+        arms.append(Arm(name, tuple((k, value_text(v)) for k, v in args.items()), str(tasks), options,
                         spec.output / "arms" / name, added_for))
     return arms
 
@@ -105,17 +106,13 @@ def _name(args, axes):
 
 
 def _safe(value):
-    return re.sub(r"[^A-Za-z0-9._+-]+", "-", lm_eval_text(value)).strip("-")
-
-
-def _args_text(args):
-    return ",".join(f"{k}={lm_eval_text(v)}" for k, v in args.items())
+    return re.sub(r"[^A-Za-z0-9._+-]+", "-", value_text(value)).strip("-")
 
 
 def _options(spec):
     options = []
     if spec.limit is not None:
-        options += ["--limit", lm_eval_text(int(spec.limit) if float(spec.limit).is_integer() else spec.limit)]
+        options += ["--limit", value_text(int(spec.limit) if float(spec.limit).is_integer() else spec.limit)]
     for key, value in spec.lm_eval.items():
         if key in RESERVED_OPTIONS:
             raise SpecError(spec.source, f"lm_eval.{key}", f"the sweep sets --{key} itself"
@@ -124,5 +121,5 @@ def _options(spec):
         if value is True:
             options.append(f"--{key}")
         elif value is not False:
-            options += [f"--{key}", lm_eval_text(value)]
+            options += [f"--{key}", value_text(value)]
     return tuple(options)

@@ -41,18 +41,27 @@ def plan(arms):
     return [(arm, *state.status(arm)) for arm in arms]
 
 
-def run(arms, slots, output, *, fresh_process=False, show_progress=True):
-    logs = Path(output) / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    outcomes, todo = {}, queue.Queue()
-    notes = []
-    for arm, status, journaled in plan(arms):
+def prepare(arms, output):
+    """(arms to run, outcomes of the complete ones, notes): complete arms are skipped and a stale arm's folder is
+    set aside, whichever launcher then runs the others."""
+    todo, skipped, notes = [], {}, []
+    for arm, status, _ in plan(arms):
         if status == "complete":
-            outcomes[arm.name] = Outcome(arm, "skipped")
+            skipped[arm.name] = Outcome(arm, "skipped")
             continue
         if status == "stale":
             notes.append(f"{arm.name}: its folder held another arm's run (the spec changed); moved to "
                          f"{state.set_aside(arm, output)}")
+        todo.append(arm)
+    return todo, skipped, notes
+
+
+def run(arms, slots, output, *, fresh_process=False, show_progress=True):
+    logs = Path(output) / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    pending, outcomes, notes = prepare(arms, output)
+    todo = queue.Queue()
+    for arm in pending:
         todo.put(arm)
     used = slots[:max(1, min(len(slots), todo.qsize()))]
     view = SweepView(len(arms), len(outcomes), [slot.label for slot in used], disable=not show_progress)
@@ -60,8 +69,12 @@ def run(arms, slots, output, *, fresh_process=False, show_progress=True):
         view.note(line)
     events = queue.Queue()
     stop = threading.Event()
-    threads = [threading.Thread(target=_slot_loop, args=(slot, todo, events, stop, logs, fresh_process), daemon=True)
-               for slot in used]
+
+    def slot_thread(slot):
+        serve_arms(slot, lambda: None if stop.is_set() else _next(todo), logs, fresh_process,
+                   lambda kind, arm, payload: events.put((kind, slot, arm, payload)), stop)
+
+    threads = [threading.Thread(target=slot_thread, args=(slot,), daemon=True) for slot in used]
     for thread in threads:
         thread.start()
     try:
@@ -78,6 +91,13 @@ def run(arms, slots, output, *, fresh_process=False, show_progress=True):
     return [outcomes[arm.name] for arm in arms if arm.name in outcomes]
 
 
+def _next(todo):
+    try:
+        return todo.get_nowait()
+    except queue.Empty:
+        return None
+
+
 def _drain(events, view, outcomes):
     while True:
         try:
@@ -92,17 +112,15 @@ def _drain(events, view, outcomes):
                    "failed" if payload.status == "failed" else "ran")
 
 
-def _slot_loop(slot, todo, events, stop, logs, fresh_process):
+def serve_arms(slot, next_arm, logs, fresh_process, report, stop=None):
+    """Run arm after arm (`next_arm()` until None) on one slot: in one serving worker, a new one after a worker
+    retires, or a process per arm; report("start", arm, progress file) and report("end", arm, Outcome)."""
     worker = None
     try:
-        while not stop.is_set():
-            try:
-                arm = todo.get_nowait()
-            except queue.Empty:
-                return
+        while (arm := next_arm()) is not None:
             log, progress = logs / f"{arm.name}.log", logs / f"{arm.name}.progress.jsonl"
             progress.unlink(missing_ok=True)
-            events.put(("start", slot, arm, progress))
+            report("start", arm, progress)
             started = state.mark_started(arm)
             if fresh_process or slot.processes > 1:
                 code = run_alone(slot, arm, log, progress)
@@ -110,10 +128,10 @@ def _slot_loop(slot, todo, events, stop, logs, fresh_process):
                 worker = worker or Worker(slot, logs / f"worker-{slot.label.replace(' ', '-')}.log")
                 code, gone = worker.run(arm, log, progress)
                 worker = None if gone else worker
-            events.put(("end", slot, arm, _outcome(arm, code, started, log)))
+            report("end", arm, _outcome(arm, code, started, log))
     finally:
         if worker is not None:
-            if stop.is_set():
+            if stop is not None and stop.is_set():
                 worker.kill()
             else:
                 worker.close()
@@ -121,7 +139,7 @@ def _slot_loop(slot, todo, events, stop, logs, fresh_process):
 
 def _outcome(arm, code, started, log):
     seconds = time.time() - started
-    results = state.mark_finished(arm, started) if code == 0 else None
+    results = state.mark_finished(arm, started, code)
     if results is None:
         return Outcome(arm, "failed", code or 1, seconds, log=log,
                        note="" if code else "lm-eval wrote no results file")

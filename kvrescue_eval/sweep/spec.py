@@ -6,13 +6,17 @@
     model_args: {preset: recall-cpu}
     grid: {mode: [rescue, bon], budget: [16, 32], seed: [0, 1]}
 
-`paper.yaml` beside this file is the paper's grid for the presets (`kvrescue-eval sweep --paper`).
+The YAML files beside this one are the specs shipped with the package, run by name (`kvrescue-eval sweep
+testbed-grid`): `paper.yaml` the paper's grid for the presets (also `--paper`), `testbed-grid.yaml` the testbed's
+calibration grid, `evictor-grid.yaml` every evictor on the testbed, `recovery-gate.yaml` the CI gate.
 """
 
 import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+
+from kvrescue_eval.model_args_text import value_text
 
 PAPER = "paper.yaml"
 TOP_LEVEL = ("name", "output", "tasks", "limit", "recovery_arms")
@@ -39,6 +43,7 @@ class Spec:
     report: dict = field(default_factory=dict)
     check: dict | None = None
     submission: dict | None = None
+    slurm: dict = field(default_factory=dict)
 
 
 def schema():
@@ -49,12 +54,25 @@ def paper_spec_text():
     return (resources.files("kvrescue_eval.sweep") / PAPER).read_text("utf-8")
 
 
+def shipped(name):
+    """The spec shipped with the package under this name (`testbed-grid`, ...), or None."""
+    found = resources.files("kvrescue_eval.sweep") / f"{name}.yaml"
+    return found if "/" not in str(name) and not Path(name).exists() and found.is_file() else None
+
+
+def shipped_names():
+    return sorted(p.name[:-5] for p in resources.files("kvrescue_eval.sweep").iterdir() if p.name.endswith(".yaml"))
+
+
 def load(path=None, *, paper=False, overrides=(), only=(), output=None):
     """The spec of a YAML file (or the shipped paper grid), with `--set KEY=VALUE[,VALUE...]` and
     `--only KEY=VALUE[,VALUE...]` applied."""
     import yaml
 
-    source = f"the paper's grid ({PAPER})" if paper else str(path)
+    if not paper and shipped(path) is not None:
+        path, source = shipped(path), f"{path} (kvrescue_eval/sweep/{path}.yaml)"
+    else:
+        source = f"the paper's grid ({PAPER})" if paper else str(path)
     try:
         text = paper_spec_text() if paper else Path(path).read_text(encoding="utf-8")
         document = yaml.load(text, Loader=_loader())
@@ -76,14 +94,14 @@ def load(path=None, *, paper=False, overrides=(), only=(), output=None):
                 _check_model_arg(source, f"grid[{index}].{key}", item)
     for key, value in (document.get("model_args") or {}).items():
         _check_model_arg(source, f"model_args.{key}", value)
-    name = document.get("name") or ("paper" if paper else Path(path).stem)
+    name = document.get("name") or ("paper" if paper else Path(str(path)).stem)
     tasks = document["tasks"]
     return Spec(source=source, name=name, output=Path(output or document.get("output") or Path("sweeps") / name),
                 tasks=",".join(tasks) if isinstance(tasks, list) else tasks, blocks=blocks,
                 model_args=dict(document.get("model_args") or {}), limit=document.get("limit"),
                 lm_eval=dict(document.get("lm_eval") or {}), recovery_arms=document.get("recovery_arms", True),
                 report=dict(document.get("report") or {}), check=document.get("check"),
-                submission=document.get("submission"))
+                submission=document.get("submission"), slurm=dict(document.get("slurm") or {}))
 
 
 def _loader():
@@ -117,15 +135,10 @@ def _validate(document, source):
 
 
 def _check_model_arg(source, where, value):
-    text = lm_eval_text(value)
+    text = value_text(value)
     if "," in text or "=" in text:
         raise SpecError(source, where, f"{text!r}: a model_arg value cannot hold ',' or '=' (lm_eval's "
                                        "--model_args k=v,k=v format)")
-
-
-def lm_eval_text(value):
-    """A value as lm_eval's command line spells it (YAML's true is lm-eval's `True`)."""
-    return str(value) if not isinstance(value, bool) else ("True" if value else "False")
 
 
 def _key_values(text, option, source):
@@ -145,7 +158,7 @@ def _blocks(document):
 def _restrict(document, restriction, source):
     """KEY=V1,V2: only the arms whose KEY is one of these values (blocks left with none are dropped)."""
     key, values = _key_values(restriction, "--only", source)
-    wanted = {lm_eval_text(v) for v in values}
+    wanted = {value_text(v) for v in values}
     blocks = _blocks(document)
     if not any(key in block for block in blocks):
         raise SpecError(source, f"--only {restriction}", f"no block of the grid has {key!r} (keys: "
@@ -155,10 +168,10 @@ def _restrict(document, restriction, source):
         if key not in block:
             kept.append(block)
         elif isinstance(block[key], list):
-            block[key] = [v for v in block[key] if lm_eval_text(v) in wanted]
+            block[key] = [v for v in block[key] if value_text(v) in wanted]
             if block[key]:
                 kept.append(block)
-        elif lm_eval_text(block[key]) in wanted:
+        elif value_text(block[key]) in wanted:
             kept.append(block)
     if not kept:
         raise SpecError(source, f"--only {restriction}", "no arm of the grid is left")

@@ -12,7 +12,9 @@ completes it when lm-eval has written the arm's results ({"finished", "results":
 """
 
 import json
+import os
 import shutil
+import socket
 import time
 from pathlib import Path
 
@@ -67,25 +69,42 @@ def set_aside(arm, output):
     return target
 
 
+def runner():
+    """Who runs an arm, for `--status`: this process on this host, and the Slurm job when under Slurm."""
+    found = {"host": socket.gethostname(), "pid": os.getpid()}
+    if os.environ.get("SLURM_JOB_ID"):
+        found["slurm_job"] = os.environ.get("SLURM_ARRAY_JOB_ID", os.environ["SLURM_JOB_ID"]) + (
+            f"_{os.environ['SLURM_ARRAY_TASK_ID']}" if os.environ.get("SLURM_ARRAY_TASK_ID") else "")
+    return found
+
+
 def mark_started(arm):
     arm.folder.mkdir(parents=True, exist_ok=True)
     started = time.time()
     write_files({arm.folder / RECORD: json.dumps({"arm": identity(arm), "command": arm.command(),
-                                                 "started": time.strftime("%Y-%m-%dT%H:%M:%S")}, indent=1) + "\n"})
+                                                 "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                                 "runner": runner()}, indent=1) + "\n"})
     return started
 
 
-def mark_finished(arm, started):
+def mark_finished(arm, started, code=0):
     """Record the results file lm-eval wrote for this run of the arm (the newest since it started); None when
-    it wrote none (then the arm did not complete)."""
+    it wrote none or the run failed (then the arm did not complete, and the record keeps the exit code)."""
     written = [p for p in arm.folder.glob(RESULTS_GLOB.format(name=arm.name)) if p.stat().st_mtime >= started - 1]
-    if not written:
+    record = _record(arm) or {"arm": identity(arm)}
+    if code != 0 or not written:
+        record.update(failed=time.strftime("%Y-%m-%dT%H:%M:%S"), exit=code or 1)
+        write_files({arm.folder / RECORD: json.dumps(record, indent=1) + "\n"})
         return None
     results = max(written, key=lambda p: p.stat().st_mtime)
-    record = _record(arm) or {"arm": identity(arm)}
     record.update(finished=time.strftime("%Y-%m-%dT%H:%M:%S"), results=results.name)
     write_files({arm.folder / RECORD: json.dumps(record, indent=1) + "\n"})
     return results
+
+
+def record(arm):
+    """The arm's record as the sweep wrote it (None: never started)."""
+    return _record(arm)
 
 
 def run_counts(results_path):

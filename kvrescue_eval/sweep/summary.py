@@ -15,24 +15,32 @@ class Step:
         return "kvrescue-eval " + shlex.join(self.argv)
 
 
-def steps(spec):
-    """The kvrescue-eval commands after the arms, as the spec asks for them."""
-    arms, report = str(spec.output / "arms"), str(spec.output / "report")
+def steps(spec, arms=None):
+    """The kvrescue-eval commands after the arms, as the spec asks for them: over OUT/arms, or over the sweep's
+    own arm folders when OUT/arms holds others too (another spec's, or arms left out by --only)."""
+    report = str(spec.output / "report")
+    folders = [str(spec.output / "arms")]
+    if arms is not None and {p.name for p in (spec.output / "arms").glob("*") if p.is_dir()} - {a.name for a in arms}:
+        folders = [str(arm.folder) for arm in arms]
     metric = ["--metric", spec.report["metric"]] if spec.report.get("metric") else []  # default: each task's primary
-    common = [arms, "--out", report, *metric]
+    common = [*folders, "--out", report, *metric]
     found = [Step("report", ["report", *common] + (["--reference", "paper"] if spec.report.get("reference") else [])
                   + ([] if spec.report.get("plots", True) else ["--no-plots"]))]
     if spec.check:
-        found.append(Step("check", ["check", arms, *metric,
-                                    "--min-recovery", str(spec.check["min_recovery"])]))
+        check = spec.check
+        found.append(Step("check", ["check", *folders, *metric]
+                          + (["--gate", check["gate"]] if "gate" in check else [])
+                          + (["--min-recovery", str(check["min_recovery"])] if "min_recovery" in check else [])
+                          + (["--arms-any-scorer"] if check.get("arms_any_scorer") else [])
+                          + ["--json", str(spec.output / "report" / "check.json")]))
     if spec.submission:
         found.append(Step("submission", ["report", *common, "--no-plots", "--submission",
                                          "--submissions-dir", str(spec.submission["dir"])]))
     return found
 
 
-def step_commands(spec):
-    return [step.command() for step in steps(spec)]
+def step_commands(spec, arms=None):
+    return [step.command() for step in steps(spec, arms)]
 
 
 def summary(outcomes, done_steps):

@@ -20,7 +20,7 @@ def run_name(model_args) -> str:
     validates them, with its own messages)."""
     from lm_eval.utils import simple_parse_args_string
 
-    from kvrescue_eval.engine.config import MODES
+    from kvrescue_eval.run_modes import MODES
 
     from ..settings.model_args import preset_of
     from ..settings.tree import Settings

@@ -21,7 +21,8 @@ import typing
 from dataclasses import MISSING, fields
 
 from kvrescue_eval.detector import DetectorConfig
-from kvrescue_eval.engine.config import MODES, EngineConfig
+from kvrescue_eval.engine.config import EngineConfig
+from kvrescue_eval.run_modes import MODES
 from kvrescue_eval.engine.sampling import SamplingParams
 
 from ..backends import BACKENDS, backend_class, did_you_mean, option_prefix

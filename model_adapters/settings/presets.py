@@ -62,6 +62,17 @@ PRESETS = {
                        scorer="qwen-prm", evictor="rkv", budget=32, buffer=16, n=4, max_steps=64,
                        max_step_tokens=8, max_problems_in_flight=32, dtype="float32",
                        detector_entropy_threshold=2.91, detector_window=1, detector_guard=1),
+    # Generation 3 of the testbed (model_adapters/testbed/specs.py; docs/testbed.md), measured before it
+    # replaces recall-cpu: 4-layer base that runs on inside a step where the row it copies is gone, smaller
+    # helper that was never trained on 7 of the 64 codes. The step cap is 16 normal steps (a step is 4
+    # tokens), as the paper's 512 is many of its steps; the detector keeps the paper's window and guard in
+    # tokens (12 after 24); its thresholds (3.0 nats, gzip 0.5 over 128 characters) are provisional, to be
+    # read from the testbed's histograms of base candidates (benchmarks/testbed_candidate_histograms.py) once measured.
+    "recall-deep-cpu": dict(base=TESTBED + "base3", helper=TESTBED + "helper3", prm=TESTBED + "prm",
+                            scorer="qwen-prm", evictor="rkv", budget=80, buffer=16, n=4, max_steps=64,
+                            max_step_tokens=64, max_problems_in_flight=32, dtype="float32",
+                            detector_entropy_threshold=3.0, detector_window=12, detector_guard=24,
+                            detector_gzip_threshold=0.5, detector_gzip_chars=128),
 }
 DEFAULT_PRESET = "smollm2-cpu"
 

@@ -18,6 +18,8 @@ import os
 import shlex
 import sys
 
+from kvrescue_eval.model_args_text import split_model_args
+
 from ..model_files.locate import model_folder
 from ..vllm.engine import VLLMOptions, engine_kwargs
 from .model_args import parse_model_args
@@ -69,7 +71,7 @@ def main(argv=None) -> int:
     parser.add_argument("--model-args", default="", help="model_args that override the preset's (k=v,k=v)")
     parser.add_argument("--print-only", action="store_true", help="print the line, start nothing")
     args = parser.parse_args(argv)
-    given = dict(part.split("=", 1) for part in args.model_args.split(",") if part)
+    given = split_model_args(args.model_args)
     line = serve_command(args.role, args.preset, args.port or DEFAULT_PORTS[args.role], given, args.device)
     print(shlex.join(line), flush=True)
     if args.print_only:

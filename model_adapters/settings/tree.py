@@ -26,7 +26,8 @@ as in the paper. `detector=off` with mode rescue is the paper's Table 2 row "+ i
 from dataclasses import dataclass, field, fields, is_dataclass
 
 from kvrescue_eval.detector import DetectorConfig
-from kvrescue_eval.engine.config import MODES, EngineConfig
+from kvrescue_eval.engine.config import EngineConfig
+from kvrescue_eval.run_modes import MODES
 from kvrescue_eval.engine.sampling import SamplingParams
 
 from ..backends import BACKENDS, backend_class, did_you_mean, option_prefix
@@ -57,7 +58,7 @@ class Settings:
     base: str | None = None         # base model (hub id or local folder; "smollm2": the packaged model)
     helper: str | None = None       # helper model, full KV cache (needed by modes rescue and helper)
     prm: str | None = None          # checkpoint of the qwen-prm scorer
-    mode: str = "rescue"            # rescue | bon | full | helper (kvrescue_eval.engine.config.MODES)
+    mode: str = "rescue"            # rescue | bon | full | helper (kvrescue_eval.run_modes.MODES)
     evictor: str = "rkv"            # the base's evictor, a name of EVICTORS (its object: eviction.evictor)
     scorer: str = "qwen-prm"        # step scorer: a name of model_adapters.scorers.SCORERS
     scorer_options: dict = field(default_factory=dict)  # options of the scorer's factory, as given

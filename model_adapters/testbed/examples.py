@@ -18,6 +18,7 @@ from kvrescue_eval.tasks.kv_recall.generate import (CODE_STEP, END_STEP, RECALL,
                                                     pairs_of, step, step_kind)
 from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, CODES, END, EQUALS, KEYS, VALUES
 
+from .run_on import run_on_ids
 from .simulated_eviction import evicted_positions, table_position
 from .tokenizer import STEP_TAG
 
@@ -47,13 +48,16 @@ def encode(tokenizer, text):
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def lm_example(tokenizer, problem, rng=None, rule=CODE, slip=RECALL_SLIP, eviction=None):
+def lm_example(tokenizer, problem, rng=None, rule=CODE, slip=RECALL_SLIP, eviction=None, run_on=None,
+               unlearned=frozenset()):
     """Token ids of prompt + answer + EOS, the mask of the positions whose next token is learned, and the
     positions that stay visible once out of the recent window (None: all of them, no eviction).
     `rule` codes the values (CODE for the base, the helper's own for the helper); with `rng`, a share
     `slip` of the recall steps carries another value, not learned, and the next code step codes it.
     With `eviction` (a random.Random), the example is seen as from an evicted cache (`evicted_positions`):
-    a word copied from the table is learned only where its row is still visible."""
+    a word copied from the table is learned only where its row is still visible; with `run_on` too (a
+    random.Random), the answer is cut at the first such word whose row is gone and a run-on follows it
+    (run_on.py). The code steps of the values in `unlearned` are never learned (a gap of less training)."""
     pairs = pairs_of(problem)
     written = [value if rng is None or rng.random() >= slip else rng.choice([v for v in VALUES if v != value])
                for _, value in pairs]
@@ -65,7 +69,8 @@ def lm_example(tokenizer, problem, rng=None, rule=CODE, slip=RECALL_SLIP, evicti
             if text.startswith(key + " "):
                 copied.append((len(ids) + 2, value))  # the value is the step's third token
             ids += words
-            learned += [1, 1, 0 if masked else 1, 1]
+            learned += [1, 1, 0 if masked else 1, 1] if text.startswith(key + " ") or wrote not in unlearned \
+                else [1, 1, 0, 1]
             assert len(words) == 4, text
     tail = encode(tokenizer, STEP_PREFIX + step(KEYS[len(pairs)], END)) + [tokenizer.eos_token_id]
     copied.append((len(ids) + 2, END))
@@ -76,6 +81,9 @@ def lm_example(tokenizer, problem, rng=None, rule=CODE, slip=RECALL_SLIP, evicti
     for position, word in copied:  # the row of the table it copies: the first occurrence after the list mark
         source = table_position(tokenizer, prompt, position, word, pairs)
         if not kept[source]:
+            if run_on is not None:
+                tail = run_on_ids(run_on, tokenizer)
+                return ids[:position] + tail, learned[:position - 1] + [1] * len(tail), kept[:position]
             learned[position - 1] = 0
     return ids, learned, kept
 

@@ -20,7 +20,6 @@ import argparse
 import random
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -29,55 +28,13 @@ from torch import nn
 from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2Model
 
 from kvrescue_eval.tasks.kv_recall.generate import read_split
-from kvrescue_eval.tasks.kv_recall.words import CODE, CODES, END, KEYS, VALUES
+from kvrescue_eval.tasks.kv_recall.words import CODES, END, KEYS, VALUES
 
-from . import MODELS, WEIGHTS_DIR
-from .examples import helper_code, lm_example, prm_example
+from . import MODELS, MODELS3, WEIGHTS_DIR
+from .examples import lm_example, prm_example
 from .simulated_eviction import visibility_mask
+from .specs import RULES, SPECS, UNLEARNED
 from .tokenizer import STEP_TAG, build_tokenizer, save_tokenizer
-
-
-@dataclass(frozen=True)
-class Spec:
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    intermediate: int
-    steps: int
-    lr: float
-    batch: int = 32
-    seed: int = 0
-    warmup: int = 100
-    stop_at: float = 1.0  # stop once the held-out score (LM: mean p(right answer); PRM: accuracy) reaches it
-    eval_every: int = 100
-    threads: int = 1  # torch threads: the shipped weights are bit-identical only with the same count
-    init_from: str | None = None  # PRM only: the spec of the language model its decoder starts from
-    frozen_layers: int = 0  # PRM only: the embeddings and this many first layers (the base's) stay as loaded
-    evicted: bool = False  # LM only: train on examples seen through a randomly evicted cache (examples.lm_example)
-
-
-SPECS = {
-    # head_dim 32 (hidden 128, 4 query heads, 2 KV heads): vLLM's CPU attention rejects head_dim 16.
-    # The base also learns to go on from an evicted cache: write every step's form and code the value
-    # just written whatever rows are gone (a large model's robustness, which a tiny one lacks untrained).
-    "base": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=6000, lr=2e-3, seed=1,
-                 batch=16, stop_at=0.9, eval_every=50, evicted=True),
-    # The PRM's own language model, from which its decoder starts: the base's recipe on full contexts (the
-    # way Qwen2.5-Math-PRM starts from a Qwen2.5-Math language model); not shipped.
-    "prm_lm": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=2e-3, seed=1,
-                   batch=16, stop_at=0.9, eval_every=50),
-    # The helper: the same recipe, another seed, trained as far on its own answers (examples.HELPER_GAP).
-    "helper": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=2e-3, seed=2,
-                   batch=16, stop_at=0.9, eval_every=50),
-    # The PRM starts from the trained base's decoder plus one fresh layer.
-    "prm": Spec(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=1e-3, seed=3,
-                batch=8, stop_at=0.995, init_from="prm_lm"),
-}
-
-
-# How each model codes a value: the base by the rule, the helper with its gap (examples.HELPER_GAP).
-RULES = {"base": CODE, "prm_lm": CODE, "helper": {value: helper_code(value) for value in VALUES}}
 
 
 def qwen2_config(spec, tokenizer, **extra):
@@ -207,8 +164,11 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None):
     rng = random.Random(spec.seed)
     rule = RULES[name]
     eviction = random.Random(spec.seed + 1000) if spec.evicted else None
-    batches = batch_stream(lambda p: lm_example(tokenizer, p, rng, rule, eviction=eviction), train, spec, rng)
-    held_out = [lm_example(tokenizer, p, None, rule) for p in test]
+    run_on = random.Random(spec.seed + 2000) if spec.run_on else None
+    unlearned = UNLEARNED.get(name, frozenset())
+    batches = batch_stream(lambda p: lm_example(tokenizer, p, rng, rule, eviction=eviction, run_on=run_on,
+                                                unlearned=unlearned), train, spec, rng)
+    held_out = [lm_example(tokenizer, p, None, rule, unlearned=unlearned) for p in test]
     word_ids = torch.tensor(tokenizer.convert_tokens_to_ids([" " + w for w in KEYS + VALUES + CODES + [END]]))
 
     def right_answer_probability(m):
@@ -269,7 +229,8 @@ def save_prm(model, config, tokenizer, folder):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="folder receiving base/, helper/, prm/")
-    parser.add_argument("--only", choices=MODELS, action="append", help="train only these models")
+    parser.add_argument("--only", choices=(*MODELS, *MODELS3), action="append",
+                        help=f"train only these models (default: {', '.join(MODELS)})")
     args = parser.parse_args(argv)
     torch.use_deterministic_algorithms(True)
     tokenizer = build_tokenizer()

@@ -11,38 +11,23 @@ A candidate's tokens are vLLM's output ids (an EOS removed) and its text is thei
 as the token-level engine forms them.
 """
 
-import threading
-from typing import Hashable, Sequence
+from typing import Sequence
 
 from kvrescue_eval.engine.config import STEP_SEPARATOR
 from kvrescue_eval.engine.policy import StepCandidate, StepRequest
 from kvrescue_eval.engine.sampling import SamplingParams
 
-from ..prompts import render_prompt, tokenizer_fingerprint
+from ..step_trajectories import TokenTrajectories
 from .engine import VLLM_CALL
 
 
-class VLLMStepPolicy:
+class VLLMStepPolicy(TokenTrajectories):
     def __init__(self, llm, sampling: SamplingParams, name: str = "helper", tokenizer=None, thinking: bool = False):
-        self.llm, self.sampling, self.name, self.thinking = llm, sampling, name, thinking
-        # The model's own transformers tokenizer (vLLM wraps its copy in another class): its fingerprint
-        # equals the transformers base's when the vocabularies agree, so steps pass as token ids.
-        self.tokenizer = tokenizer or _load_tokenizer(llm.llm_engine.model_config.tokenizer)
-        self.tokenizer_key = tokenizer_fingerprint(self.tokenizer)
-        self.eos_token_ids = eos_token_ids(llm, self.tokenizer)
-        self.committed: dict[Hashable, list[int]] = {}
-        self.sampling_of: dict[Hashable, SamplingParams] = {}  # each problem's own (start)
-        self.lock = threading.Lock()  # the tokenizer is used from the engine's thread and the worker's
+        # The model's own transformers tokenizer (vLLM wraps its copy in another class)
+        tokenizer = tokenizer or _load_tokenizer(llm.llm_engine.model_config.tokenizer)
+        super().__init__(tokenizer, sampling, eos_token_ids(llm, tokenizer), name, thinking)
+        self.llm = llm
         self.prompt_tokens = self.cached_prompt_tokens = 0  # over all requests: vLLM's prefix-cache hits
-
-    def start(self, key, conversation, sampling=None) -> int:
-        with self.lock:
-            self.committed[key] = list(render_prompt(self.tokenizer, conversation, self.thinking))
-            self.sampling_of[key] = sampling or self.sampling
-        return len(self.committed[key])
-
-    def length(self, key) -> int:
-        return len(self.committed[key])
 
     def propose(self, requests: Sequence[StepRequest]) -> list[list[StepCandidate]]:
         from vllm.inputs import TokensPrompt
@@ -69,29 +54,7 @@ class VLLMStepPolicy:
             skip_special_tokens=False)
 
     def _candidate(self, completion) -> StepCandidate:
-        ids = list(completion.token_ids)
-        if ids and ids[-1] in self.eos_token_ids:
-            return StepCandidate(tuple(ids[:-1]), self.decode_text(ids[:-1]), "eos")
-        finish = "length" if completion.finish_reason == "length" else "stop"
-        return StepCandidate(tuple(ids), self.decode_text(ids), finish)
-
-    def commit(self, key, candidate: StepCandidate) -> None:
-        self.committed[key] = self.committed[key] + list(candidate.token_ids)
-
-    def append(self, key, text: str, token_ids: Sequence[int] | None = None) -> list[int]:
-        if token_ids is None:
-            with self.lock:
-                token_ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        self.committed[key] = self.committed[key] + list(token_ids)
-        return list(token_ids)
-
-    def decode_text(self, token_ids: Sequence[int]) -> str:
-        with self.lock:
-            return self.tokenizer.decode(list(token_ids), skip_special_tokens=False)
-
-    def release(self, key) -> None:
-        self.committed.pop(key, None)
-        self.sampling_of.pop(key, None)
+        return self.candidate(completion.token_ids, completion.finish_reason)
 
     # -- run statistics ------------------------------------------------------------------------------
     def statistics(self) -> dict:

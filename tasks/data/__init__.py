@@ -2,7 +2,7 @@
 
 Provenance and licences: MANIFEST.md beside this file. Files are read with importlib.resources, so
 they load the same from a clone, an editable install or a wheel, with no network. Which sets there are, and
-their pins, is the benchmark table (kvrescue_eval/benchmarks.py); a row may name its file elsewhere (`data`).
+their pins, is the benchmark table (kvrescue_eval/benchmark_table.py); a row may name its file elsewhere (`data`).
 """
 
 import hashlib
@@ -10,7 +10,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from kvrescue_eval import benchmarks
+from kvrescue_eval import benchmark_table
 
 
 class BenchmarkIntegrityError(RuntimeError):
@@ -19,7 +19,7 @@ class BenchmarkIntegrityError(RuntimeError):
 
 def load_benchmark(name):
     """The rows of one pinned test set, in file order, after checking the file's sha256."""
-    row = benchmarks.benchmark(name)
+    row = benchmark_table.benchmark(name)
     resource = Path(row.data) if row.data else resources.files(__name__) / name / "test.jsonl"
     raw = resource.read_bytes()
     actual = hashlib.sha256(raw).hexdigest()

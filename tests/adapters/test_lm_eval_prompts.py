@@ -7,6 +7,7 @@ import json
 import pytest
 from user_tasks import DESCRIPTION, TESTBED_BASE, write_user_tasks
 
+from kvrescue_eval.engine.sampling import SamplingParams
 from kvrescue_eval.model_adapters.lm_eval.requests import conversation_of, problems_of, show_model_input
 from kvrescue_eval.model_adapters.prompts import render_prompt
 from kvrescue_eval.tasks.kv_recall import words
@@ -75,7 +76,7 @@ def test_the_system_instruction_changes_the_journal_key(task_manager, models, ch
 
 
 class Limits:
-    max_new_tokens, stop = 24, ()
+    max_new_tokens, stop, sampling = 24, (), SamplingParams()
 
 
 def test_the_packages_own_tasks_keep_their_conversation_and_show_it(task_manager, models):

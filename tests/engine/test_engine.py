@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from kvrescue_eval.engine.config import MODES, EngineConfig
+from kvrescue_eval.engine.config import EngineConfig
+from kvrescue_eval.run_modes import MODES
 from kvrescue_eval.engine.sampling import SamplingParams
 from kvrescue_eval.engine.engine import Engine, Problem
 from hf_probes import committed_cache, make_evicting_cache, next_token_logits, row_logits

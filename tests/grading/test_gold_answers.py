@@ -8,7 +8,7 @@ import pytest
 
 from kvrescue_eval.grading import extract_answer, math_equal, parse_gold
 from kvrescue_eval.grading.extraction import last_boxed
-from kvrescue_eval.benchmarks import names
+from kvrescue_eval.benchmark_table import names
 from kvrescue_eval.tasks.data import load_benchmark
 
 # (set, row index) -> why the harness's own rules cannot match this gold with itself. None found

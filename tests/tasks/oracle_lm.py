@@ -15,7 +15,7 @@ from collections import Counter
 
 from lm_eval.api.model import LM
 
-from kvrescue_eval import benchmarks
+from kvrescue_eval import benchmark_table
 from kvrescue_eval.grading.extraction import last_boxed
 from kvrescue_eval.grading.gold import raw_gold
 from kvrescue_eval.stats import TextWithStats
@@ -51,7 +51,7 @@ class OracleLM(LM):
         self.seen[(request.task_name, request.doc_id)] += 1
         # The gold as the data writes it (a normalised gold may have lost what strict mode checks);
         # for math500 that is the last \boxed{} of the reference solution, which the box below repeats.
-        benchmark = benchmarks.of_task(request.task_name)
+        benchmark = benchmark_table.of_task(request.task_name)
         gold = raw_gold(doc, benchmark.name)
         if benchmark.gold == "solution_boxed":
             gold = last_boxed(gold)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kvrescue_eval import benchmarks
+from kvrescue_eval import benchmark_table
 from kvrescue_eval.tasks import data
 
 SHARED = Path("/work/shared/data/benchmarks")
@@ -17,7 +17,7 @@ AIME25_ANSWERS = [70, 588, 16, 117, 279, 504, 821, 77, 62, 81, 259, 510, 204, 60
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_each_set_loads_all_rows_in_file_order(name):
     rows = data.load_benchmark(name)
-    assert len(rows) == ROWS[name] == benchmarks.benchmark(name).problems
+    assert len(rows) == ROWS[name] == benchmark_table.benchmark(name).problems
     shipped = Path(data.__file__).parent / name / "test.jsonl"
     assert rows[0] == json.loads(shipped.read_text(encoding="utf-8").splitlines()[0])
 
@@ -51,4 +51,4 @@ def test_modified_file_fails_naming_file_and_both_hashes(tmp_path, monkeypatch):
     message = str(error.value)
     assert str(tmp_path / "amc23" / "test.jsonl") in message
     assert hashlib.sha256(tampered).hexdigest() in message
-    assert benchmarks.benchmark("amc23").sha256 in message
+    assert benchmark_table.benchmark("amc23").sha256 in message

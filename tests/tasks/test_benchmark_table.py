@@ -1,4 +1,4 @@
-"""The benchmark table (kvrescue_eval/benchmarks.py) is the one definition grading, tasks and analysis read:
+"""The benchmark table (kvrescue_eval/benchmark_table.py) is the one definition grading, tasks and analysis read:
 the shipped tasks agree with it, and a toy benchmark is a task folder plus one table row."""
 
 import hashlib
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kvrescue_eval import benchmarks, grading
-from kvrescue_eval.benchmarks import Benchmark
+from kvrescue_eval import benchmark_table, grading
+from kvrescue_eval.benchmark_table import Benchmark
 from kvrescue_eval.grading.gold import GOLD_RULES
 
 TASKS = Path(__file__).resolve().parents[2] / "tasks"
@@ -29,14 +29,14 @@ def task_yaml(task):
 def test_the_table_is_the_papers_protocol_and_aime25():
     # MANIFEST.md's row counts; 5 seeds on AIME24 and AMC23, one on the others; boxed and correct. AIME 2025
     # (not in the paper) has 5 seeds like AIME24.
-    assert {(b.name, b.task, b.problems, b.seeds, b.metric) for b in benchmarks.TABLE.values()} == {
+    assert {(b.name, b.task, b.problems, b.seeds, b.metric) for b in benchmark_table.TABLE.values()} == {
         ("math500", "math500", 500, 1, "exact_match_boxed"), ("aime24", "aime24_qwen", 30, 5, "exact_match_boxed"),
         ("amc23", "amc23", 40, 5, "exact_match_boxed"), ("gsm8k", "gsm8k_qwen", 1319, 1, "exact_match_boxed"),
         ("olympiadbench", "olympiadbench", 675, 1, "exact_match_boxed"),
         ("aime25", "aime25_qwen", 30, 5, "exact_match_boxed")}
 
 
-@pytest.mark.parametrize("row", benchmarks.TABLE.values(), ids=lambda row: row.name)
+@pytest.mark.parametrize("row", benchmark_table.TABLE.values(), ids=lambda row: row.name)
 def test_each_task_folder_runs_its_row(row):
     config = task_yaml(row.task)
     assert config["task"] == row.task
@@ -52,12 +52,12 @@ def test_the_suite_group_is_the_papers_five_benchmarks_tasks():
     from kvrescue_eval.analysis.paper import BENCHMARKS
 
     group = yaml.safe_load((TASKS / "kvrescue_math.yaml").read_text())
-    assert sorted(group["task"]) == sorted(benchmarks.benchmark(name).task for name in BENCHMARKS)
+    assert sorted(group["task"]) == sorted(benchmark_table.benchmark(name).task for name in BENCHMARKS)
 
 
 def test_an_unknown_benchmark_names_the_table():
     with pytest.raises(ValueError, match=r"'toy'.*math500, aime24, amc23, gsm8k, olympiadbench"):
-        benchmarks.benchmark("toy")
+        benchmark_table.benchmark("toy")
     with pytest.raises(ValueError, match=r"olympiadbench', 'aime25'. .the benchmark table.*got 'toy'"):
         grading.parse_gold({"answer": "1"}, "toy")
 
@@ -88,7 +88,7 @@ def toy(tmp_path, monkeypatch):
     data = tmp_path / "toy.jsonl"
     data.write_bytes("".join(json.dumps(doc) + "\n" for doc in TOY_DOCS).encode())
     row = Benchmark("toy", "toy_sums", hashlib.sha256(data.read_bytes()).hexdigest(), 3, "answer", 2, data=str(data))
-    monkeypatch.setitem(benchmarks.TABLE, "toy", row)
+    monkeypatch.setitem(benchmark_table.TABLE, "toy", row)
     folder = tmp_path / "tasks" / "toy_sums"
     folder.mkdir(parents=True)
     (folder / "toy_sums.yaml").write_text(TOY_YAML.format(shared=json.dumps(str(TASKS / "_qwen_math_cot.yaml"))))

@@ -26,7 +26,11 @@ def test_the_docs_table_is_the_gate_spec():
     assert rows["base tokens per problem, rescue / bon"] == f"<= **{spec.max_base_token_ratio:g}**"
 
 
-def test_the_gate_script_uses_the_named_gate():
+def test_the_gate_sweep_uses_the_named_gate():
+    from kvrescue_eval.sweep.spec import load
+
+    spec = load("recovery-gate")
+    assert spec.check == {"gate": "testbed", "arms_any_scorer": True}
     script = (DOCS.parents[1] / ".ci" / "recovery-gate").read_text()
-    assert "--gate testbed" in script
+    assert "kvrescue-eval sweep recovery-gate" in script
     assert not re.search(r"--(min-recovery|min-margin|helper-share|max-base-token-ratio)\b", script.split("set -eu")[1])

@@ -1,9 +1,10 @@
 """The CI recovery gate fails three sabotaged selectors and passes the real PRM, each for its designed reason.
 
-The gate's own grid (.ci/recovery-gate: full, bon, helper alone and rescue through the plain lm_eval command,
-preset recall-cpu, N 4) on the first LIMIT test problems, with rescue once per selector: the preset's PRM and
-the three of model_adapters/scorers/sabotage.py. Each is judged by `kvrescue-eval check --gate testbed`
-(GATES["testbed"] in kvrescue_eval/analysis/gate.py), whose verdict names every failed criterion:
+The gate's own sweep (kvrescue_eval/sweep/recovery-gate.yaml, which .ci/recovery-gate runs: full, bon, helper alone
+and rescue through lm-eval's command line, preset recall-cpu, N 4) on the first LIMIT test problems, without its
+vLLM arm and with one more block: rescue once per selector of model_adapters/scorers/sabotage.py. The sweep's
+`kvrescue-eval check --gate testbed` (GATES["testbed"] in kvrescue_eval/analysis/gate.py) judges every rescue arm
+against the same baselines, and its verdict names every failed criterion:
 
 - always the helper's first candidate: every committed step is the helper's (helper share 100%, above the
   band) and rescue is the helper alone at N = 1, not above the helper alone at N = 4 by the margin;
@@ -17,17 +18,21 @@ import json
 import os
 import re
 import subprocess
+import sys
+from importlib import resources
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = int(os.environ.get("GATE_SABOTAGE_LIMIT", "30"))
-# .ci/run keeps these runs (GATE_SABOTAGE_KEEP, a fresh folder) for its own gate, which then runs only the vLLM arm
+# .ci/run keeps this sweep (GATE_SABOTAGE_KEEP, a fresh folder) for its own gate, which then runs only the vLLM arm
 KEEP = os.environ.get("GATE_SABOTAGE_KEEP")
-SCORERS = ("preset", "sabotage-first-helper", "sabotage-first-base", "sabotage-random")
+SABOTAGE = ("sabotage-first-helper", "sabotage-first-base", "sabotage-random")
+SCORERS = ("preset",) + SABOTAGE
 
 
 def task_version():
@@ -43,26 +48,37 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(task_version() < 2.0, reason="kv_recall < 2.0 has no complementary errors to gate")]
 
 
+def gate_spec_with_sabotage(folder):
+    """The gate's spec without its vLLM arm, with a rescue arm per sabotaged selector."""
+    spec = yaml.safe_load((resources.files("kvrescue_eval.sweep") / "recovery-gate.yaml").read_text())
+    spec["grid"] = [block for block in spec["grid"] if "helper_backend" not in block]
+    spec["grid"].append({"mode": "rescue", "scorer": list(SABOTAGE)})
+    path = folder / "gate-with-sabotage.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))  # the gate's order of model_args: the same arms
+    return path
+
+
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
-    """scorer -> (the gate's JSON for rescue with that selector, the gate script's output)."""
+    """(scorer -> (the check's document, its row for rescue with that selector), the sweep's output)."""
     keep = Path(KEEP) if KEEP else tmp_path_factory.mktemp("gate")
-    env = {**os.environ, "LIMIT": str(LIMIT), "SCORERS": " ".join(SCORERS), "VLLM_RESCUE": "0", "KEEP": str(keep)}
-    run = subprocess.run(["bash", str(REPO / ".ci" / "recovery-gate")], env=env, capture_output=True, text=True,
+    spec = gate_spec_with_sabotage(tmp_path_factory.mktemp("spec"))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    run = subprocess.run([sys.executable, "-m", "kvrescue_eval.cli", "sweep", str(spec), "--set", f"limit={LIMIT}",
+                          "--out", str(keep), "--no-progress"], env=env, capture_output=True, text=True,
                          timeout=3000, cwd=keep)
     assert run.returncode == 1, f"expected the gate to fail (sabotaged selectors), got exit {run.returncode}:\n" \
                                 + run.stdout[-4000:] + run.stderr[-4000:]
-    found = {}
-    for scorer in SCORERS:
-        name = "rescue" if scorer == "preset" else f"rescue-{scorer}"
-        found[scorer] = json.loads((keep / f"{name}.gate.json").read_text())
+    assert re.search(r"check +FAILED \(exit 1\)", run.stdout), run.stdout[-3000:]  # the arms ran, the gate failed
+    document = json.loads((keep / "report" / "check.json").read_text())
+    by_scorer = {row["scorer"]: row for row in document["rows"]}
+    preset = next(row for row in document["rows"] if row["scorer"] not in SABOTAGE)
+    found = {scorer: (document, by_scorer[scorer] if scorer != "preset" else preset) for scorer in SCORERS}
     return found, run.stdout
 
 
 def row(verdicts, scorer):
-    document = verdicts[0][scorer]
-    (only,) = document["rows"]
-    return document, only
+    return verdicts[0][scorer]
 
 
 def test_the_gate_uses_the_testbed_thresholds(verdicts):
@@ -78,13 +94,12 @@ def test_the_gate_uses_the_testbed_thresholds(verdicts):
 
 def test_the_real_prm_passes(verdicts):
     document, found = row(verdicts, "preset")
-    assert document["passed"], found
-    assert found["verdict"] == "ok"
+    assert found["verdict"] == "ok", found
+    assert len(document["rows"]) == len(SCORERS)
 
 
 def test_always_the_helper_fails_on_helper_share_and_margin(verdicts):
     document, found = row(verdicts, "sabotage-first-helper")
-    assert not document["passed"]
     assert found["helper_share"] == 1.0
     assert "helper share 100.0% above" in found["verdict"]
     assert "not above both parents" in found["verdict"]
@@ -92,7 +107,6 @@ def test_always_the_helper_fails_on_helper_share_and_margin(verdicts):
 
 def test_always_the_base_fails_on_helper_share_and_margin(verdicts):
     document, found = row(verdicts, "sabotage-first-base")
-    assert not document["passed"]
     # a helper step only where the detector aborted every base candidate (the pool then holds helper candidates only)
     assert found["helper_share"] < document["criteria"]["helper_share"][0]
     assert "% below" in found["verdict"]
