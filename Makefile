@@ -10,9 +10,11 @@ test-fast:
 gate:
 	./.ci/recovery-gate
 
+# every benchmark on all cores; writes benchmarks/results/bench.json, the run the docs quote (commit it with them)
 bench:
 	python benchmarks/run_all.py
 
+# smoke run, small sizes: writes the ignored benchmarks/results/latest.json (never quote it)
 bench-quick:
 	python benchmarks/run_all.py --quick
 

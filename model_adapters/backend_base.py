@@ -13,7 +13,10 @@ A backend subclasses `Backend` and sets what differs:
   start-up check read them; they are also its part of a run journal's identity (`identity()`);
 - `retire_after_use`: a process that used it must exit before another run (its library keeps memory that it
   never gives back inside a process): a sweep worker retires (`must_retire()`);
-- `statistics_name`: the key of `config.kvrescue.backend_statistics` holding `statistics()`.
+- `statistics_name`: the key of `config.kvrescue.backend_statistics` holding `statistics()`;
+- `device_map`: whether model_arg device_map (accelerate's placement over the visible GPUs) places its models;
+  `spread`: how it spreads a model over GPUs otherwise, named when device_map is refused for a role on it
+  (settings/tree.py).
 """
 
 from importlib import metadata
@@ -29,6 +32,8 @@ class Backend:
     why = ""
     retire_after_use = False
     statistics_name = None  # None: the backend's registry name
+    device_map = False
+    spread = ""
 
     @classmethod
     def check(cls, role: str, settings) -> None:

@@ -13,6 +13,7 @@ class HFBackend(Backend):
     in the engine's own loop. transformers is a dependency of the package, checked with lm-eval
     (kvrescue_eval/environment.py), so it declares no library of its own."""
     title = "transformers"
+    device_map = True  # model_arg device_map places its models over the visible GPUs (accelerate)
 
     def __init__(self, settings, dtype: str):
         super().__init__(settings, dtype)

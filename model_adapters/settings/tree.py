@@ -135,12 +135,27 @@ class Settings:
         """Each role's backend takes its role; options of a backend no role runs on are refused."""
         for role, backend in self.backends.items():
             backend_class(backend).check(role, self)
+        self._check_device_map()
         for name, options in self.backend_options.items():
             given = [f"{option_prefix(name)}{f.name}" for f in fields(options) if getattr(options, f.name) != f.default]
             if given and name not in self.used_backends:
                 title = backend_class(name).title
                 raise ValueError(f"model_arg(s) {given} set {title} engine settings but no role runs on {title}; "
                                  f"set helper_backend, prm_backend or base_backend to {name}")
+
+    def _check_device_map(self) -> None:
+        """device_map places the run's main model (the base; the helper in a mode without a base). A backend that
+        spreads its models its own way would ignore it without a word, so it is refused there, naming that way."""
+        if self.device_map is None:
+            return
+        role = next(role for role in ("base", "helper") if role in self.backends)
+        backend = backend_class(self.backends[role])
+        if not backend.device_map:
+            placing = " or ".join(f"{role}_backend={name}" for name in BACKENDS if backend_class(name).device_map)
+            spread = f" ({backend.spread})" if backend.spread else ""
+            raise ValueError(f"model_arg device_map={self.device_map!r} cannot place the {role} on "
+                             f"{role}_backend={self.backends[role]}: {backend.title} places its models itself"
+                             f"{spread}; drop device_map, or set {placing} for accelerate's placement")
 
     def require_libraries(self) -> None:
         """An ImportError with the install lines for the first backend whose library is absent. Called after the

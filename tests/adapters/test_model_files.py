@@ -67,6 +67,18 @@ def test_the_lm_eval_model_logs_the_error_with_its_level_before_loading_anything
     assert "hf download Qwen/Qwen2.5-Math-72B-Instruct" in caplog.records[0].getMessage()
 
 
+def test_device_map_on_a_vllm_base_is_refused_before_the_missing_models(empty_hub_cache, caplog):
+    """`lm_eval --model kvrescue --model_args preset=paper-72b,device_map=auto`: the settings are refused first (they
+    are wrong on any machine), before the table of models missing here and before anything loads."""
+    from kvrescue_eval.model_adapters.lm_eval.model import KVRescueLM
+
+    with caplog.at_level(logging.ERROR), pytest.raises(ValueError) as error:
+        KVRescueLM(preset="paper-72b", device_map="auto", device="cpu")
+    assert [r.levelname for r in caplog.records] == ["ERROR"]
+    assert "vllm_tensor_parallel_size" in caplog.records[0].getMessage()
+    assert "hf download" not in caplog.records[0].getMessage()
+
+
 def test_missing_models_are_named_before_a_missing_backend_library(empty_hub_cache, monkeypatch, caplog):
     """paper-7b runs roles on vLLM: on a machine with neither vLLM nor the weights the user first hears of every
     missing model; once the models are there, of the library, in one line with its install command."""

@@ -83,6 +83,7 @@ class LaneOptions:
 class LaneBackend(Backend):
     """A backend with options of its own (never loaded here: parsing only)."""
     title, options, beside = "lanes", LaneOptions, False
+    device_map, spread = False, "lane_lanes=N"
 
 
 def test_a_backends_options_are_model_args_with_its_name_as_prefix(monkeypatch):
@@ -93,3 +94,32 @@ def test_a_backends_options_are_model_args_with_its_name_as_prefix(monkeypatch):
         parse_model_args({**MODELS, "helper_backend": "lane", "lane_lanes": 0})
     with pytest.raises(ValueError, match=r"\['lane_lanes'\] set lanes engine settings but no role runs on lanes"):
         parse_model_args({**MODELS, "lane_lanes": 2})
+
+
+def test_device_map_is_refused_for_a_role_whose_backend_places_its_models_itself(monkeypatch):
+    """device_map places the main model (the base; the helper in mode helper) with accelerate; on a backend that
+    spreads models its own way it would do nothing, so parsing refuses it, naming that way and the backends that
+    accept it."""
+    monkeypatch.setitem(BACKENDS, "lane", LaneBackend)
+    with pytest.raises(ValueError) as error:
+        parse_model_args({**MODELS, "base_backend": "lane", "device_map": "auto"})
+    message = str(error.value)
+    assert "device_map='auto' cannot place the base on base_backend=lane" in message
+    assert "(lane_lanes=N)" in message and "base_backend=hf for accelerate's placement" in message
+    with pytest.raises(ValueError, match="cannot place the helper on helper_backend=lane"):
+        parse_model_args({**MODELS, "mode": "helper", "helper_backend": "lane", "device_map": "auto"})
+    # the base on transformers is placed by accelerate, whatever the helper runs on
+    assert parse_model_args({**MODELS, "helper_backend": "lane", "device_map": "auto"}).device_map == "auto"
+    assert parse_model_args({**MODELS, "mode": "full", "n": 1, "device_map": "balanced"}).device_map == "balanced"
+
+
+def test_the_72b_preset_is_spread_by_vllm_and_refuses_device_map():
+    with pytest.raises(ValueError) as error:
+        parse_model_args({"preset": "paper-72b", "device_map": "auto"})
+    message = str(error.value)
+    assert "cannot place the base on base_backend=vllm" in message
+    assert "vllm_tensor_parallel_size=N" in message and "base_backend=hf for accelerate's placement" in message
+    spread = parse_model_args({"preset": "paper-72b", "vllm_tensor_parallel_size": 4})
+    assert spread.backend_options["vllm"].tensor_parallel_size == 4 and spread.device_map is None
+    placed = parse_model_args({"preset": "paper-72b", "base_backend": "hf", "device_map": "auto"})
+    assert placed.backends == {"base": "hf", "helper": "vllm", "prm": "vllm"} and placed.device_map == "auto"

@@ -106,7 +106,8 @@ def test_the_papers_grid():
     assert {arm.tasks for arm in arms} == {"kvrescue_math"}
     assert sum(arm.mode == "helper" for arm in arms) == 2
     big = [arm for arm in arms if dict(arm.model_args)["preset"] == "paper-72b"]
-    assert len(big) == 18 and all(dict(arm.model_args)["device_map"] == "auto" for arm in big)
+    assert len(big) == 18 and all(dict(arm.model_args)["vllm_tensor_parallel_size"] == "4" for arm in big)
+    assert all("device_map" not in dict(arm.model_args) for arm in arms)  # vLLM places the models itself
     assert {dict(arm.model_args).get("budget") for arm in arms if arm.mode in ("rescue", "bon")} == {
         "64", "128", "256", "512"}
     assert len(expand(load(paper=True, only=["preset=paper-7b"]))) == 20
