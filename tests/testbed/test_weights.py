@@ -13,12 +13,19 @@ from kvrescue_eval.tasks.kv_recall.utils import read_split, response_steps
 from kvrescue_eval.tasks.kv_recall.words import CODE, VALUES
 
 
-def test_the_testbed_is_small():
-    """Weights, tokenizers and data together under 10 MB."""
-    files = sorted(WEIGHTS_DIR.glob("*/*.safetensors"))
-    assert [f.parent.name for f in files] == ["base", "helper", "prm"]
+@pytest.mark.parametrize("preset", ["recall-cpu", "recall-deep-cpu"])
+def test_each_testbed_generation_is_small(preset):
+    """A generation's weights and tokenizers (the models its preset names) and the task's data together under 10 MB;
+    the folder holds generation 2 (base, helper, prm) and generation 3's base3 and helper3 (which use that prm)."""
+    from kvrescue_eval.model_adapters.model_files.locate import TESTBED
+    from kvrescue_eval.model_adapters.settings.presets import PRESETS
+
+    assert sorted(f.parent.name for f in WEIGHTS_DIR.glob("*/*.safetensors")) == ["base", "base3", "helper", "helper3",
+                                                                                    "prm"]
+    models = [PRESETS[preset][role].removeprefix(TESTBED) for role in ("base", "helper", "prm")]
     data = resources.files("kvrescue_eval.tasks.kv_recall") / "data"
-    testbed = [f for f in WEIGHTS_DIR.rglob("*") if f.is_file()] + [data / f"{s}.jsonl" for s in ("train", "test")]
+    testbed = [f for name in models for f in (WEIGHTS_DIR / name).rglob("*") if f.is_file()]
+    testbed += [data / f"{s}.jsonl" for s in ("train", "test")]
     assert sum(len(f.read_bytes()) for f in testbed) <= 10 * 2**20
 
 
