@@ -20,14 +20,13 @@ import time
 from pathlib import Path
 
 import pytest
+from sweep_subprocess_env import ENV
 
 from kvrescue_eval.cli import main
 from kvrescue_eval.sweep import state
 from kvrescue_eval.sweep.arms import expand
 from kvrescue_eval.sweep.spec import load
 
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-       "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 LIMIT = 2
 # one problem in flight, so that a resumed arm batches as an uninterrupted one; 8 steps keep every arm short (no
 # figure here depends on the answers)

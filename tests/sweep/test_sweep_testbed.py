@@ -23,14 +23,13 @@ import time
 from pathlib import Path
 
 import pytest
+from sweep_subprocess_env import ENV
 
 from kvrescue_eval.sweep import state
 from kvrescue_eval.sweep.arms import expand
 from kvrescue_eval.sweep.spec import load
 
 pytestmark = pytest.mark.slow
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-       "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 LIMIT = 2
 # one problem in flight: an interrupted arm batches as an uninterrupted one does, so they agree to the bit;
 # 24 steps: an evicted best-of-N that runs on stops sooner (CI time), whatever the testbed's answers
