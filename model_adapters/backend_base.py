@@ -16,7 +16,9 @@ A backend subclasses `Backend` and sets what differs:
 - `statistics_name`: the key of `config.kvrescue.backend_statistics` holding `statistics()`;
 - `device_map`: whether model_arg device_map (accelerate's placement over the visible GPUs) places its models;
   `spread`: how it spreads a model over GPUs otherwise, named when device_map is refused for a role on it
-  (settings/tree.py).
+  (settings/tree.py);
+- `planned_here`: its roles' weights and KV caches take this process's device memory as settings/memory.py
+  plans it before loading (a library that plans its own memory, or a server elsewhere, leaves them out).
 """
 
 from importlib import metadata
@@ -34,6 +36,7 @@ class Backend:
     statistics_name = None  # None: the backend's registry name
     device_map = False
     spread = ""
+    planned_here = False
 
     @classmethod
     def check(cls, role: str, settings) -> None:

@@ -14,6 +14,7 @@ class HFBackend(Backend):
     (kvrescue_eval/environment.py), so it declares no library of its own."""
     title = "transformers"
     device_map = True  # model_arg device_map places its models over the visible GPUs (accelerate)
+    planned_here = True  # its models and caches are tensors of this process (settings/memory.py)
 
     def __init__(self, settings, dtype: str):
         super().__init__(settings, dtype)

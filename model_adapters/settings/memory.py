@@ -19,6 +19,7 @@ from pathlib import Path
 
 from kvrescue_eval.engine.config import EngineConfig
 
+from ..backends import backend_class
 from ..model_files.locate import model_folder
 from .thinking import policy_roles
 from .tree import Settings
@@ -109,7 +110,7 @@ def available_bytes(device: str) -> int | None:
 def planned_memory(settings: Settings, device: str, dtype: str) -> tuple[Settings, MemoryPlan]:
     """The settings with the problems in flight that fit, and the plan; a ValueError when one problem does not fit."""
     itemsize = ITEMSIZE[dtype]
-    roles = [role for role in policy_roles(settings) if settings.backends[role] == "hf"]
+    roles = [role for role in policy_roles(settings) if backend_class(settings.backends[role]).planned_here]
     weights = sum(weights_bytes(name, itemsize) for name in {getattr(settings, role) for role in roles})
     per_problem = sum(problem_bytes(settings, role, itemsize) for role in roles)
     free = available_bytes(device) if roles and settings.device_map is None else None
