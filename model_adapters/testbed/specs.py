@@ -33,6 +33,7 @@ class Spec:
     frozen_layers: int = 0  # PRM only: the embeddings and this many first layers (the base's) stay as loaded
     evicted: bool = False  # LM only: train on examples seen through a randomly evicted cache (examples.lm_example)
     run_on: bool = False  # LM only, with evicted: where the row to copy is gone, a run-on follows (run_on.py)
+    generic: bool = False  # PRM only: its wrong steps from examples.generic_wrong_step, no model's own errors
 
 
 SPECS = {
@@ -58,6 +59,10 @@ SPECS = {
     # trained on the codes of UNLEARNED["helper3"] (stop_at is scored without them).
     "helper3": Spec(hidden=64, layers=4, heads=2, kv_heads=1, intermediate=128, steps=6000, lr=2e-3, seed=2,
                     batch=16, stop_at=0.9, eval_every=50),
+    # The PRM: generation 2's recipe, its wrong steps generic (no helper's slip, no wrong-row recall singled
+    # out), so its ranking of the models' own errors is measured on kinds it never saw.
+    "prm3": Spec(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=1e-3, seed=3,
+                 batch=8, stop_at=0.995, init_from="prm_lm", generic=True),
 }
 
 # How each model codes a value: by the rule, or (the generation-2 helper) with its gap (examples.HELPER_GAP).

@@ -31,7 +31,7 @@ from kvrescue_eval.tasks.kv_recall.generate import read_split
 from kvrescue_eval.tasks.kv_recall.words import CODES, END, KEYS, VALUES
 
 from . import MODELS, MODELS3, WEIGHTS_DIR
-from .examples import lm_example, prm_example
+from .examples import generic_wrong_step, lm_example, prm_example, wrong_step
 from .simulated_eviction import visibility_mask
 from .specs import RULES, SPECS, UNLEARNED
 from .tokenizer import STEP_TAG, build_tokenizer, save_tokenizer
@@ -181,9 +181,10 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None):
     save_tokenizer(tokenizer, out / name)
 
 
-def train_prm(tokenizer, train, test, out, log, spec=None, start=None):
-    """The PRM, its decoder started from the language model saved in the folder `start` (if given)."""
-    spec = spec or SPECS["prm"]
+def train_prm(tokenizer, train, test, out, log, spec=None, start=None, name="prm"):
+    """The PRM `name`, its decoder started from the language model saved in the folder `start` (if given)."""
+    spec = spec or SPECS[name]
+    wrong = generic_wrong_step if spec.generic else wrong_step
     torch.manual_seed(spec.seed)
     config = qwen2_config(spec, tokenizer, num_labels=2, architectures=["Qwen2ForProcessRewardModel"])
     model = ProcessRewardModel(config)
@@ -200,22 +201,22 @@ def train_prm(tokenizer, train, test, out, log, spec=None, start=None):
     for module in [model.model.embed_tokens, *model.model.layers[:spec.frozen_layers]]:
         module.requires_grad_(False)
     rng = random.Random(spec.seed)
-    batches = batch_stream(lambda p: prm_example(tokenizer, p, rng), train, spec, rng)
+    batches = batch_stream(lambda p: prm_example(tokenizer, p, rng, wrong_step=wrong), train, spec, rng)
     check = random.Random(99)
-    held_out = [prm_example(tokenizer, p, check) for p in test]
+    held_out = [prm_example(tokenizer, p, check, wrong_step=wrong) for p in test]
     best = [-1.0]
 
     def evaluate(m):  # the best held-out model so far is the one saved
         score = prm_accuracy(m, held_out)
         if score > best[0]:
             best[0] = score
-            save_prm(m, config, tokenizer, out / "prm")
+            save_prm(m, config, tokenizer, out / name)
         return score
 
     train_loop(model, spec, batches, prm_loss, log, evaluate)
     if best[0] < 0:  # a run shorter than one evaluation period
         evaluate(model)
-    log(f"prm: held-out pairs ranked right {best[0]:.4f} (the saved model)")
+    log(f"{name}: held-out pairs ranked right {best[0]:.4f} (the saved model)")
 
 
 def save_prm(model, config, tokenizer, folder):
@@ -243,7 +244,7 @@ def main(argv=None):
 
     for name in args.only or MODELS:
         torch.set_num_threads(SPECS[name].threads)
-        if name != "prm":
+        if not name.startswith("prm"):
             train_lm(name, tokenizer, train, test, args.out, log)
             continue
         with tempfile.TemporaryDirectory() as scratch:  # the PRM's language model is not shipped
@@ -252,7 +253,8 @@ def main(argv=None):
                 torch.set_num_threads(SPECS[start].threads)
                 train_lm(start, tokenizer, train, test, Path(scratch), log)
                 torch.set_num_threads(SPECS[name].threads)
-            train_prm(tokenizer, train, test, args.out, log, start=Path(scratch) / start if start else None)
+            train_prm(tokenizer, train, test, args.out, log, start=Path(scratch) / start if start else None,
+                      name=name)
 
 
 if __name__ == "__main__":

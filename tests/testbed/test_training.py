@@ -20,7 +20,7 @@ def deterministic_torch():
     torch.use_deterministic_algorithms(mode)
 
 
-@pytest.mark.parametrize("name", ["base", "prm"])
+@pytest.mark.parametrize("name", ["base", "prm", "base3", "helper3", "prm3"])
 def test_two_runs_give_bit_identical_weights(tmp_path, name):
     tokenizer = build_tokenizer()
     problems = read_split("train")[:16]
@@ -29,15 +29,15 @@ def test_two_runs_give_bit_identical_weights(tmp_path, name):
                                init_from=None)
     runs = []
     for run in ("a", "b"):
-        if name == "prm":
-            train.train_prm(tokenizer, problems, problems[:2], tmp_path / run, lambda m: None, spec=spec)
+        if name.startswith("prm"):
+            train.train_prm(tokenizer, problems, problems[:2], tmp_path / run, lambda m: None, spec=spec, name=name)
         else:
             train.train_lm(name, tokenizer, problems, problems[:2], tmp_path / run, lambda m: None, spec=spec)
         runs.append((tmp_path / run / name / "model.safetensors").read_bytes())
     assert runs[0] == runs[1]
     fresh = dataclasses.replace(spec, seed=spec.seed + 1)
-    if name == "prm":
-        train.train_prm(tokenizer, problems, problems[:2], tmp_path / "c", lambda m: None, spec=fresh)
+    if name.startswith("prm"):
+        train.train_prm(tokenizer, problems, problems[:2], tmp_path / "c", lambda m: None, spec=fresh, name=name)
     else:
         train.train_lm(name, tokenizer, problems, problems[:2], tmp_path / "c", lambda m: None, spec=fresh)
     assert (tmp_path / "c" / name / "model.safetensors").read_bytes() != runs[0]  # the seed matters
