@@ -1,6 +1,6 @@
 """The testbed's Fig. 3: histograms of the detector's two statistics over base candidates, coherent against degenerate (a measurement script: it drives the engine and the backends, a layer above the testbed).
 
-`python benchmarks/testbed_candidate_histograms.py --preset recall-deep-cpu --json OUT.json
+`python benchmarks/testbed_candidate_histograms.py --preset recall-cpu --json OUT.json
 [--png OUT.png]` runs evicted best-of-N (the preset's base, evictor and budget; the detector off, so every
 candidate runs to its end) on the test problems, records every base candidate's per-token entropies and
 text, and sorts them as the paper does: **coherent** (the step ended: step separator or EOS) or
@@ -125,7 +125,7 @@ def draw(result, path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="recall-deep-cpu")
+    parser.add_argument("--preset", default="recall-cpu")
     parser.add_argument("--limit", type=int, default=200, help="first test problems")
     parser.add_argument("--model_args", default="", help="overrides, KEY=VALUE,... (budget=..., evictor=...)")
     parser.add_argument("--json", type=Path, required=True)

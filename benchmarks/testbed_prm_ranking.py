@@ -3,10 +3,17 @@
 For every test problem (never trained on) and every place of its answer, after the right steps before it,
 the PRM scores the right step and wrong ones; a pair is ranked right when the right step scores higher
 (a tie counts as wrong). The PRM is loaded and called as the engine does (`qwen-prm`, the same scorer as
-for Qwen2.5-Math-PRM). Wrong steps: `WRONG` drawn by `examples.wrong_step` (the kinds an evicted base or
-the helper writes, and a few others; fixed seed) and, at code steps, the helper's own slip (the code of
-the next value). Reported per kind of step (recall, code, end) and for the helper's slip; `--json` writes
-the figures (docs/results/testbed_prm.json, quoted in docs/testbed.md).
+for Qwen2.5-Math-PRM). Two groups of wrong steps, reported apart:
+
+- seen: `WRONG` drawn by `examples.generic_wrong_step`, what the PRM is trained on (fixed seed), per kind
+  of step (recall, code, end);
+- the models' own error kinds, never singled out in training: a recall of another row of the table (what
+  an evicted base that lost its row writes when it does not run on), the helper's own wrong codes (its
+  greedy code for each value of its gap, `helper_slips`), generation 2's helper slip (the next value's
+  code), and the base's run-ons (soup and loop, as its step cap cuts them: no run-on is ever a training
+  negative).
+
+`--json` writes the figures (docs/results/testbed_prm.json, quoted in docs/testbed.md).
 """
 
 import argparse
@@ -19,8 +26,9 @@ from kvrescue_eval.engine.scoring import ScoreRequest
 from kvrescue_eval.tasks.kv_recall.generate import read_split, step_kind
 from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, EQUALS, VALUES
 
+from kvrescue_eval.model_adapters.settings.presets import PRESETS
 from kvrescue_eval.model_adapters.testbed import weights_dir
-from kvrescue_eval.model_adapters.testbed.examples import expected_step, step_text, wrong_step
+from kvrescue_eval.model_adapters.testbed.examples import expected_step, generic_wrong_step, step_text
 from kvrescue_eval.model_adapters.testbed.run_on import run_on_words
 
 
@@ -38,32 +46,35 @@ def loop(rng):
             return words
 
 WRONG = 3
-HELPER_SLIP = "code, the helper's slip"
-# Error kinds the PRM never saw in training (examples.wrong_step has none of them): a run-on of the
-# generation-3 base as its step cap cuts it, and the generation-3 helper's own wrong codes.
-RUN_ON_SOUP, RUN_ON_LOOP, HELPER3_SLIP = "unseen: run-on, soup", "unseen: run-on, loop", "unseen: helper3's slip"
-RUN_ON_STEP = 64  # the step cap of the preset recall-deep-cpu
+WRONG_ROW, HELPER_SLIP, NEXT_CODE = "unseen: recall of another row", "unseen: the helper's slip", \
+    "unseen: the next value's code"
+RUN_ON_SOUP, RUN_ON_LOOP = "unseen: run-on, soup", "unseen: run-on, loop"
+RUN_ON_STEP = PRESETS["recall-cpu"]["max_step_tokens"]  # a run-on as the step cap cuts it
 
 
 def pairs_to_rank(problems, seed=0, helper_slips=()):
     """(kind, request) with candidates [right, wrong] for every place of every problem. `helper_slips`: value ->
-    the code word a helper writes for it where that is wrong (generation 3: helper_slips())."""
+    the code word the helper writes for it where that is wrong (helper_slips())."""
     rng, unseen = random.Random(seed), random.Random(seed + 1)  # the unseen kinds do not shift the seen ones' draws
     for i, problem in enumerate(problems):
         steps = problem["steps"]
+        listed = [s.split(f" {EQUALS} ")[1] for s in steps[0:-1:2]]
         for k in range(len(steps)):
             right = expected_step(problem, steps[:k])
             assert right == steps[k], (problem["id"], k)
             kind = step_kind(k, len(steps))
-            wrongs = {w for w in (wrong_step(rng, problem, steps[:k]) for _ in range(WRONG)) if w != right}
-            labelled = [(kind, w) for w in sorted(wrongs)]
+            wrongs = {w for w in (generic_wrong_step(rng, problem, steps[:k]) for _ in range(WRONG)) if w != right}
+            labelled = [(f"seen: {kind}", w) for w in sorted(wrongs)]
             if kind == "code":
                 value = right.split()[0]
-                labelled.append((HELPER_SLIP, f"{value} {ARROW} {CODE[VALUES[(VALUES.index(value) + 1) % 64]]}"))
+                labelled.append((NEXT_CODE, f"{value} {ARROW} {CODE[VALUES[(VALUES.index(value) + 1) % 64]]}"))
                 if value in helper_slips:
-                    labelled.append((HELPER3_SLIP, f"{value} {ARROW} {helper_slips[value]}"))
-            if kind != "code":  # where the generation-3 base runs on: after the key and "=" (run_on.py)
-                key = right.split()[0]
+                    labelled.append((HELPER_SLIP, f"{value} {ARROW} {helper_slips[value]}"))
+            else:  # where the base runs on: after the key and "=" (run_on.py)
+                key, value = right.split(f" {EQUALS} ")
+                others = [v for v in listed if v != value]
+                if others:
+                    labelled.append((WRONG_ROW, f"{key} {EQUALS} {unseen.choice(others)}"))
                 for label, words in ((RUN_ON_SOUP, soup(unseen)), (RUN_ON_LOOP, loop(unseen))):
                     labelled.append((label, f"{key} {EQUALS}" + "".join(words[:RUN_ON_STEP - 2])))
             for label, wrong in labelled:
@@ -114,12 +125,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prm", default=None, help="PRM folder (default: the shipped testbed PRM)")
     parser.add_argument("--limit", type=int, default=None, help="first LIMIT test problems only")
-    parser.add_argument("--helper", help="testbed helper (e.g. helper3) whose own wrong codes are ranked too")
+    parser.add_argument("--helper", default="helper", help="testbed helper whose own wrong codes are ranked")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
     scorer = load_qwen_prm(args.prm or str(weights_dir("prm")), dtype="float32")
     problems = read_split("test")[:args.limit]
-    slips = helper_slips(str(weights_dir(args.helper)), read_split("test")) if args.helper else {}
+    slips = helper_slips(str(weights_dir(args.helper)), read_split("test"))
     figures = ranking_accuracy(scorer, problems, slips=slips)
     for label, row in figures.items():
         print(f"{label}: {row['ranked_right']:.3f} of {row['pairs']} pairs ranked right", file=sys.stderr)

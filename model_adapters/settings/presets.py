@@ -46,33 +46,19 @@ PRESETS = {
     # Offline CPU demo: a real (weak) model, small N and short steps so a few problems take minutes.
     "smollm2-cpu": dict(base=SMOLLM2, helper=SMOLLM2, scorer="helper-logprob", evictor="rkv", budget=64, n=2,
                         max_steps=8, max_step_tokens=48, max_problems_in_flight=4, dtype="float32"),
-    # CPU testbed for task kv_recall (model_adapters/testbed, docs/testbed.md): tiny trained Qwen2 base (GQA)
-    # under R-KV, a full-context helper that lacks part of the coding rule, and the testbed's own PRM in the
-    # Qwen2.5-Math-PRM layout (`qwen-prm`), which checks recall steps against the table and code steps against
-    # the rule. A step is 4 tokens; an answer is 9 to 17 steps ending with "key = end" (a scorer cannot see
-    # EOS); max_steps 64 lets an evicted base that lost the table run on. Buffer 16 (4 steps): the evicted
-    # cache is compressed again and again while an answer is written, as the paper's 128-token buffer is over
-    # its thousands-token solutions. Detector: the paper's rules scaled to the testbed (docs/testbed.md):
-    # the entropy threshold is the same share of the maximum entropy as the paper's 7.0 nats is of
-    # ln(151936), over the 142 tokens answers are written in (tasks/kv_recall/words.py ANSWER_WORDS, the
-    # separator, EOS): 7.0 * ln(142) / ln(151936) = 2.91 nats; window and guard are the paper's 12 and 24
-    # tokens times the ratio of the step caps, 8 / 512, rounded up (1 and 1); the gzip rule keeps the paper's
-    # values (it needs 800 characters; a testbed step has about 12).
+    # CPU testbed for task kv_recall (model_adapters/testbed, docs/testbed.md): a tiny trained Qwen2 base (4
+    # layers, GQA) under R-KV that runs on inside a step where the row it copies is gone, a full-context helper
+    # of half its width never trained on 7 of the 64 codes, and the testbed's own PRM in the Qwen2.5-Math-PRM
+    # layout (`qwen-prm`). A normal step is 4 tokens, an answer 9 to 17 steps ending with "key = end"; the step
+    # cap is 16 normal steps, as the paper's 512 tokens are many of its steps; buffer 16 (4 steps): the cache is
+    # compressed again and again while an answer is written. The detector keeps the paper's window and guard
+    # in tokens (12 after 24) and gzip over 128 characters; its thresholds lie in the valleys of the testbed's
+    # own histograms of base candidates (docs/testbed.md, "Detector").
     "recall-cpu": dict(base=TESTBED + "base", helper=TESTBED + "helper", prm=TESTBED + "prm",
-                       scorer="qwen-prm", evictor="rkv", budget=32, buffer=16, n=4, max_steps=64,
-                       max_step_tokens=8, max_problems_in_flight=32, dtype="float32",
-                       detector_entropy_threshold=2.91, detector_window=1, detector_guard=1),
-    # Generation 3 of the testbed (model_adapters/testbed/specs.py; docs/testbed.md), measured before it
-    # replaces recall-cpu: 4-layer base that runs on inside a step where the row it copies is gone, smaller
-    # helper that was never trained on 7 of the 64 codes. The step cap is 16 normal steps (a step is 4
-    # tokens), as the paper's 512 is many of its steps; the detector keeps the paper's window and guard in
-    # tokens (12 after 24); its thresholds (3.0 nats, gzip 0.5 over 128 characters) are provisional, to be
-    # read from the testbed's histograms of base candidates (benchmarks/testbed_candidate_histograms.py) once measured.
-    "recall-deep-cpu": dict(base=TESTBED + "base3", helper=TESTBED + "helper3", prm=TESTBED + "prm",
-                            scorer="qwen-prm", evictor="rkv", budget=80, buffer=16, n=4, max_steps=64,
-                            max_step_tokens=64, max_problems_in_flight=32, dtype="float32",
-                            detector_entropy_threshold=3.0, detector_window=12, detector_guard=24,
-                            detector_gzip_threshold=0.5, detector_gzip_chars=128),
+                       scorer="qwen-prm", evictor="rkv", budget=80, buffer=16, n=4, max_steps=64,
+                       max_step_tokens=64, max_problems_in_flight=32, dtype="float32",
+                       detector_entropy_threshold=3.0, detector_window=12, detector_guard=24,
+                       detector_gzip_threshold=0.5, detector_gzip_chars=128),
 }
 DEFAULT_PRESET = "smollm2-cpu"
 

@@ -1,18 +1,11 @@
 """What the testbed models are trained on: the answers of the base and the helper, the PRM's scored steps.
 
-The helper's gap (`HELPER_GAP`): for 6 of the 64 values, drawn once with a fixed seed, its training answers
-code the value with a wrong code word (the code of the value after it in `VALUES`), always the same one. So
-the helper, which sees the whole table, recalls every row but codes these values confidently wrong: it lacks
-part of the rule, as a small model lacks part of a large one's capability, and sampling N times does not
-help it. The base learns the whole rule.
-
-Both learn to code the value of the step just written, not the table's: in a share `RECALL_SLIP` of their
-training answers' recall steps the value is another one (its loss masked, so it is never learned as an
-answer) and the code step that follows codes the value written. Under eviction that is what the base needs:
-the step before is in the newest slots, which every evictor keeps, and its rows may be gone.
+Both language models learn to code the value of the step just written, not the table's: in a share
+`RECALL_SLIP` of their training answers' recall steps the value is another one (its loss masked, so it is
+never learned as an answer) and the code step that follows codes the value written. Under eviction that is
+what the base needs: the step before is in the newest slots, which every evictor keeps, and its rows may be
+gone.
 """
-
-import random
 
 from kvrescue_eval.tasks.kv_recall.generate import (CODE_STEP, END_STEP, RECALL, STEP_PREFIX, answer_steps,
                                                     pairs_of, step, step_kind)
@@ -22,16 +15,8 @@ from .run_on import run_on_ids
 from .simulated_eviction import evicted_positions, table_position
 from .tokenizer import STEP_TAG
 
-HELPER_GAP = tuple(sorted(random.Random(20).sample(VALUES, 6)))
 RECALL_SLIP = 0.1  # share of training recall steps written with another value (loss masked there)
 SEPARATOR = "\n\n"
-
-
-def helper_code(value):
-    """The helper's rule: right except on HELPER_GAP, where it writes the code of the next value."""
-    if value in HELPER_GAP:
-        return CODE[VALUES[(VALUES.index(value) + 1) % len(VALUES)]]
-    return CODE[value]
 
 
 def code_of(text):
@@ -48,11 +33,10 @@ def encode(tokenizer, text):
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def lm_example(tokenizer, problem, rng=None, rule=CODE, slip=RECALL_SLIP, eviction=None, run_on=None,
-               unlearned=frozenset()):
+def lm_example(tokenizer, problem, rng=None, slip=RECALL_SLIP, eviction=None, run_on=None, unlearned=frozenset()):
     """Token ids of prompt + answer + EOS, the mask of the positions whose next token is learned, and the
     positions that stay visible once out of the recent window (None: all of them, no eviction).
-    `rule` codes the values (CODE for the base, the helper's own for the helper); with `rng`, a share
+    With `rng`, a share
     `slip` of the recall steps carries another value, not learned, and the next code step codes it.
     With `eviction` (a random.Random), the example is seen as from an evicted cache (`evicted_positions`):
     a word copied from the table is learned only where its row is still visible; with `run_on` too (a
@@ -64,7 +48,7 @@ def lm_example(tokenizer, problem, rng=None, rule=CODE, slip=RECALL_SLIP, evicti
     prompt = encode(tokenizer, prompt_text(tokenizer, problem))
     ids, learned, copied = list(prompt), [0] * (len(prompt) - 1), []
     for (key, value), wrote in zip(pairs, written):
-        for text, masked in ((step(key, wrote), wrote != value), (f"{wrote} {ARROW} {rule[wrote]}", False)):
+        for text, masked in ((step(key, wrote), wrote != value), (code_of(wrote), False)):
             words = encode(tokenizer, STEP_PREFIX + text + SEPARATOR)
             if text.startswith(key + " "):
                 copied.append((len(ids) + 2, value))  # the value is the step's third token
@@ -110,7 +94,9 @@ def expected_step(problem, steps):
 
 
 def wrong_step(rng, problem, steps):
-    """A wrong next step of the kinds generation 2's evicted base or helper writes (and a few others)."""
+    """A wrong next step of the kinds the models of the testbed's generation 2 wrote (an evicted base's
+    wrong-row recalls, a helper coding a value with the next value's code, and a few others): the PRM's
+    negatives until generation 3, kept to rank the PRM on them (benchmarks/testbed_prm_ranking.py)."""
     pairs = pairs_of(problem)
     listed = [v for _, v in pairs]
     right = expected_step(problem, steps)

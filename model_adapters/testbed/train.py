@@ -1,19 +1,18 @@
 """Trains the kv_recall testbed models: `python -m kvrescue_eval.model_adapters.testbed.train`.
 
-base   a Qwen2 decoder with grouped-query attention, trained until it copies nearly perfectly (held-out
-       chance of sampling a whole answer right at temperature 1: 0.8);
-helper the same recipe, another seed, stopped earlier (that chance 0.3): full context, weaker;
-prm    a Qwen2 decoder (started from the base) with the Qwen2.5-Math-PRM score head, Linear(h, h), ReLU,
-       Linear(h, 2), read at the "<extra_0>" tag after every step: label 1 when the step is right.
-       Trained on what the scorer sees (a committed prefix, then one candidate step) with the step labels
-       at the tags and, densely, a label at every answer word (is it the expected word?): with labels at
-       the tags alone it stayed at chance on CPU (README, section testbed).
+base    a Qwen2 decoder with grouped-query attention (4 layers, head_dim 32), three quarters of its examples
+        seen through a randomly evicted cache, a run-on where the row to copy is gone (run_on.py);
+helper  a Qwen2 decoder of half the base's width on full contexts, never trained on the code steps of
+        specs.UNLEARNED;
+prm     a Qwen2 decoder (started from a language model of the task, `prm_lm`) with the Qwen2.5-Math-PRM score
+        head, Linear(h, h), ReLU, Linear(h, 2), read at the "<extra_0>" tag after every step: label 1 when the
+        step is right. Trained on what the scorer sees (a committed prefix, then one candidate step: the right
+        one or a generic wrong one) with the step labels at the tags and, densely, a label at every answer word
+        (is it the expected word?): with labels at the tags alone it stayed at chance on CPU.
 
 Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, the thread count of each spec; a rerun
 from scratch gives bit-identical weights (tests/testbed/test_training.py checks it on a small spec).
-A different CPU kernel may change the last bits of the sums. The first key, predicted from the
-generation prompt where every other key follows a separator, is learned last and within a few dozen
-steps: the helper stops inside that jump, so most of its wrong steps are the first one.
+A different CPU kernel may change the last bits of the sums.
 """
 
 import argparse
@@ -30,10 +29,10 @@ from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen2Model
 from kvrescue_eval.tasks.kv_recall.generate import read_split
 from kvrescue_eval.tasks.kv_recall.words import CODES, END, KEYS, VALUES
 
-from . import MODELS, MODELS3, WEIGHTS_DIR
+from . import MODELS, WEIGHTS_DIR
 from .examples import generic_wrong_step, lm_example, prm_example, wrong_step
 from .simulated_eviction import visibility_mask
-from .specs import RULES, SPECS, UNLEARNED
+from .specs import SPECS, UNLEARNED
 from .tokenizer import STEP_TAG, build_tokenizer, save_tokenizer
 
 
@@ -162,13 +161,12 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None):
     torch.manual_seed(spec.seed)
     model = Qwen2ForCausalLM(qwen2_config(spec, tokenizer))
     rng = random.Random(spec.seed)
-    rule = RULES[name]
     eviction = random.Random(spec.seed + 1000) if spec.evicted else None
     run_on = random.Random(spec.seed + 2000) if spec.run_on else None
     unlearned = UNLEARNED.get(name, frozenset())
-    batches = batch_stream(lambda p: lm_example(tokenizer, p, rng, rule, eviction=eviction, run_on=run_on,
+    batches = batch_stream(lambda p: lm_example(tokenizer, p, rng, eviction=eviction, run_on=run_on,
                                                 unlearned=unlearned), train, spec, rng)
-    held_out = [lm_example(tokenizer, p, None, rule, unlearned=unlearned) for p in test]
+    held_out = [lm_example(tokenizer, p, None, unlearned=unlearned) for p in test]
     word_ids = torch.tensor(tokenizer.convert_tokens_to_ids([" " + w for w in KEYS + VALUES + CODES + [END]]))
 
     def right_answer_probability(m):
@@ -230,7 +228,7 @@ def save_prm(model, config, tokenizer, folder):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="folder receiving base/, helper/, prm/")
-    parser.add_argument("--only", choices=(*MODELS, *MODELS3), action="append",
+    parser.add_argument("--only", choices=MODELS, action="append",
                         help=f"train only these models (default: {', '.join(MODELS)})")
     args = parser.parse_args(argv)
     torch.use_deterministic_algorithms(True)

@@ -24,7 +24,7 @@ def test_the_testbed_grid_has_every_mode_per_n_evictor_and_budget():
     for n in ("1", "4"):
         assert sum(arm["n"] == n and arm["mode"] in ("full", "helper") and "budget" not in arm for arm in arms) == 2
         for evictor in ("rkv", "snapkv"):
-            for budget in ("32", "64"):
+            for budget in ("64", "80"):
                 same = [arm for arm in arms if (arm["n"], arm.get("evictor"), arm.get("budget")) == (n, evictor, budget)]
                 # bon, rescue with the preset's detector, rescue with the detector off (the paper's + interleaving)
                 assert sorted((arm["mode"], arm.get("detector", "")) for arm in same) == [

