@@ -5,13 +5,10 @@ the PRM scores the right step and wrong ones; a pair is ranked right when the ri
 (a tie counts as wrong). The PRM is loaded and called as the engine does (`qwen-prm`, the same scorer as
 for Qwen2.5-Math-PRM). Two groups of wrong steps, reported apart:
 
-- seen: `WRONG` drawn by `examples.generic_wrong_step`, what the PRM is trained on (fixed seed), per kind
+- seen: `WRONG` drawn by `examples.wrong_step`, the kinds the PRM is trained on (fixed seed), per kind
   of step (recall, code, end);
-- the models' own error kinds, never singled out in training: a recall of another row of the table (what
-  an evicted base that lost its row writes when it does not run on), the helper's own wrong codes (its
-  greedy code for each value of its gap, `helper_slips`), generation 2's helper slip (the next value's
-  code), and the base's run-ons (soup and loop, as its step cap cuts them: no run-on is ever a training
-  negative).
+- unseen, never among its training negatives: the helper's own wrong codes (its greedy code for each value
+  of its gap, `helper_slips`) and the base's run-ons (soup and loop, as the step cap cuts them).
 
 `--json` writes the figures (docs/results/testbed_prm.json, quoted in docs/testbed.md).
 """
@@ -28,7 +25,7 @@ from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, EQUALS, VALUES
 
 from kvrescue_eval.model_adapters.settings.presets import PRESETS
 from kvrescue_eval.model_adapters.testbed import weights_dir
-from kvrescue_eval.model_adapters.testbed.examples import expected_step, generic_wrong_step, step_text
+from kvrescue_eval.model_adapters.testbed.examples import expected_step, step_text, wrong_step
 from kvrescue_eval.model_adapters.testbed.run_on import run_on_words
 
 
@@ -46,8 +43,7 @@ def loop(rng):
             return words
 
 WRONG = 3
-WRONG_ROW, HELPER_SLIP, NEXT_CODE = "unseen: recall of another row", "unseen: the helper's slip", \
-    "unseen: the next value's code"
+HELPER_SLIP = "unseen: the helper's slip"
 RUN_ON_SOUP, RUN_ON_LOOP = "unseen: run-on, soup", "unseen: run-on, loop"
 RUN_ON_STEP = PRESETS["recall-cpu"]["max_step_tokens"]  # a run-on as the step cap cuts it
 
@@ -58,23 +54,18 @@ def pairs_to_rank(problems, seed=0, helper_slips=()):
     rng, unseen = random.Random(seed), random.Random(seed + 1)  # the unseen kinds do not shift the seen ones' draws
     for i, problem in enumerate(problems):
         steps = problem["steps"]
-        listed = [s.split(f" {EQUALS} ")[1] for s in steps[0:-1:2]]
         for k in range(len(steps)):
             right = expected_step(problem, steps[:k])
             assert right == steps[k], (problem["id"], k)
             kind = step_kind(k, len(steps))
-            wrongs = {w for w in (generic_wrong_step(rng, problem, steps[:k]) for _ in range(WRONG)) if w != right}
+            wrongs = {w for w in (wrong_step(rng, problem, steps[:k]) for _ in range(WRONG)) if w != right}
             labelled = [(f"seen: {kind}", w) for w in sorted(wrongs)]
             if kind == "code":
                 value = right.split()[0]
-                labelled.append((NEXT_CODE, f"{value} {ARROW} {CODE[VALUES[(VALUES.index(value) + 1) % 64]]}"))
                 if value in helper_slips:
                     labelled.append((HELPER_SLIP, f"{value} {ARROW} {helper_slips[value]}"))
             else:  # where the base runs on: after the key and "=" (run_on.py)
-                key, value = right.split(f" {EQUALS} ")
-                others = [v for v in listed if v != value]
-                if others:
-                    labelled.append((WRONG_ROW, f"{key} {EQUALS} {unseen.choice(others)}"))
+                key = right.split()[0]
                 for label, words in ((RUN_ON_SOUP, soup(unseen)), (RUN_ON_LOOP, loop(unseen))):
                     labelled.append((label, f"{key} {EQUALS}" + "".join(words[:RUN_ON_STEP - 2])))
             for label, wrong in labelled:

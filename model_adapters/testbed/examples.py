@@ -94,9 +94,10 @@ def expected_step(problem, steps):
 
 
 def wrong_step(rng, problem, steps):
-    """A wrong next step of the kinds the models of the testbed's generation 2 wrote (an evicted base's
-    wrong-row recalls, a helper coding a value with the next value's code, and a few others): the PRM's
-    negatives until generation 3, kept to rank the PRM on them (benchmarks/testbed_prm_ranking.py)."""
+    """A wrong next step, the PRM's negatives: an empty or garbled step; at a recall step another value of
+    the table (a wrong-row recall), a value not in it, the end mark early, another key, a code step; at a code
+    step the code of the next value in `VALUES` (the slip of the previous testbed's helper, whose gap was that
+    rule), another code, another value coded by the rule or given the right value's code."""
     pairs = pairs_of(problem)
     listed = [v for _, v in pairs]
     right = expected_step(problem, steps)
@@ -136,44 +137,14 @@ def wrong_step(rng, problem, steps):
     return f"{value} {ARROW} {CODE[value]}"  # a code step where a recall belongs
 
 
-def generic_wrong_step(rng, problem, steps):
-    """A wrong next step drawn without any model's typical error in mind (generation 3's PRM learns from
-    these only): an empty or garbled step, or the right step's shape with one part drawn uniformly at random
-    (any other value, code or key, the end mark, or a code step where a recall belongs). A wrong-row recall
-    (a value of the table), the helpers' slips and the base's run-ons are not singled out."""
-    pairs = pairs_of(problem)
-    right = expected_step(problem, steps)
-    kind, roll = step_kind(len(steps), 2 * len(pairs) + 1), rng.random()
-    if not right:
-        return rng.choice([garbled(rng), step(KEYS[min(len(pairs) + 1, len(KEYS) - 1)], rng.choice(VALUES))])
-    if roll < 0.1:
-        return ""
-    if roll < 0.2:
-        return garbled(rng)
-    if kind == CODE_STEP:
-        value = right.split()[0]
-        if roll < 0.6:
-            return f"{value} {ARROW} {rng.choice([c for c in CODES if c != CODE[value]])}"
-        other = rng.choice([v for v in VALUES if v != value])
-        return code_of(other) if roll < 0.8 else f"{other} {ARROW} {CODE[value]}"
-    key, value = right.split(f" {EQUALS} ")
-    if roll < 0.65:
-        return step(key, rng.choice([v for v in [*VALUES, END] if v != value]))
-    if roll < 0.75 and kind != END_STEP:
-        return step(key, END)
-    if roll < 0.9:
-        return step(rng.choice([k for k in KEYS if k != key]), value)
-    return code_of(rng.choice(VALUES))
-
-
 def garbled(rng):
     words = KEYS + VALUES + CODES + [EQUALS, ARROW, END]
     return " ".join(rng.choice(words) for _ in range(rng.randint(1, 5)))
 
 
-def committed_prefix(rng, problem, cut, slip, wrong_step=wrong_step):
+def committed_prefix(rng, problem, cut, slip):
     """`cut` committed steps: each the right one, or with probability `slip` a wrong one of the same shape
-    (a wrong value or code, as a trajectory sometimes commits), drawn by `wrong_step`."""
+    (a wrong value or code, as a trajectory sometimes commits)."""
     steps = []
     for _ in range(cut):
         right = expected_step(problem, steps)
@@ -187,15 +158,14 @@ def step_text(text):
     return STEP_PREFIX + text if text else ""
 
 
-def prm_example(tokenizer, problem, rng, slip=0.3, wrong_step=wrong_step):
-    """A committed prefix, then two candidate steps: the right one and a wrong one (drawn by `wrong_step`),
-    as two rows (ids, targets, position of the candidate's tag). Targets: each step's label at its tag, and
-    at every word of the answer whether it is the word expected there. Half the candidates are code steps
-    (the rule is the check learned last), and a share `slip` of the committed steps is wrong (more wrong
-    words to learn from)."""
+def prm_example(tokenizer, problem, rng, slip=0.3):
+    """A committed prefix, then two candidate steps: the right one and a wrong one, as two rows (ids,
+    targets, position of the candidate's tag). Targets: each step's label at its tag, and at every word of
+    the answer whether it is the word expected there. Half the candidates are code steps (the rule is the
+    check learned last), and a share `slip` of the committed steps is wrong (more wrong words to learn from)."""
     count = len(problem["steps"])
     cut = 2 * rng.randrange(count // 2) + 1 if rng.random() < 0.5 else rng.randrange(count + 1)
-    steps = committed_prefix(rng, problem, cut, slip, wrong_step)
+    steps = committed_prefix(rng, problem, cut, slip)
     right = expected_step(problem, steps)
     wrong = right
     while wrong == right:

@@ -4,8 +4,8 @@ base    4 layers, head_dim 32: where the row it copies is gone it runs on inside
         large evicted models degenerate;
 helper  half the base's width, full contexts, never trained on the code steps of 7 values (`UNLEARNED`): a
         gap of less training on correct data;
-prm     the Qwen2.5-Math-PRM layout, its decoder started from a language model of the base's task (`prm_lm`,
-        not shipped), trained on generic wrong steps (examples.generic_wrong_step): no model's own error kind.
+prm     the Qwen2.5-Math-PRM layout, its decoder started from a language model of the task (`prm_lm`, not
+        shipped), trained on examples.wrong_step's negatives (never a run-on, nor this helper's slips).
 """
 
 import random
@@ -33,7 +33,6 @@ class Spec:
     frozen_layers: int = 0  # PRM only: the embeddings and this many first layers (the base's) stay as loaded
     evicted: bool = False  # LM only: train on examples seen through a randomly evicted cache (examples.lm_example)
     run_on: bool = False  # LM only, with evicted: where the row to copy is gone, a run-on follows (run_on.py)
-    generic: bool = False  # PRM only: its wrong steps from examples.generic_wrong_step, no model's own errors
 
 
 SPECS = {
@@ -51,10 +50,10 @@ SPECS = {
     # way Qwen2.5-Math-PRM starts from a Qwen2.5-Math language model); not shipped.
     "prm_lm": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=2e-3, seed=1,
                    batch=16, stop_at=0.9, eval_every=50),
-    # prm_lm's decoder plus two fresh layers; its wrong steps generic, so its ranking of the models' own
-    # errors is measured on kinds it never saw (benchmarks/testbed_prm_ranking.py).
+    # prm_lm's decoder plus two fresh layers, trained on examples.wrong_step's negatives; the base's run-ons and
+    # the helper's slips are never among them (benchmarks/testbed_prm_ranking.py ranks those apart).
     "prm": Spec(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=1e-3, seed=3,
-                batch=8, stop_at=0.995, init_from="prm_lm", generic=True),
+                batch=8, stop_at=0.995, init_from="prm_lm"),
 }
 
 # The values whose code steps a model is never trained on: the helper's gap, drawn once.

@@ -7,7 +7,7 @@ helper  a Qwen2 decoder of half the base's width on full contexts, never trained
 prm     a Qwen2 decoder (started from a language model of the task, `prm_lm`) with the Qwen2.5-Math-PRM score
         head, Linear(h, h), ReLU, Linear(h, 2), read at the "<extra_0>" tag after every step: label 1 when the
         step is right. Trained on what the scorer sees (a committed prefix, then one candidate step: the right
-        one or a generic wrong one) with the step labels at the tags and, densely, a label at every answer word
+        one or a wrong one, examples.wrong_step) with the step labels at the tags and, densely, a label at every answer word
         (is it the expected word?): with labels at the tags alone it stayed at chance on CPU.
 
 Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, the thread count of each spec; a rerun
@@ -30,7 +30,7 @@ from kvrescue_eval.tasks.kv_recall.generate import read_split
 from kvrescue_eval.tasks.kv_recall.words import CODES, END, KEYS, VALUES
 
 from . import MODELS, WEIGHTS_DIR
-from .examples import generic_wrong_step, lm_example, prm_example, wrong_step
+from .examples import lm_example, prm_example
 from .simulated_eviction import visibility_mask
 from .specs import SPECS, UNLEARNED
 from .tokenizer import STEP_TAG, build_tokenizer, save_tokenizer
@@ -182,7 +182,6 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None):
 def train_prm(tokenizer, train, test, out, log, spec=None, start=None, name="prm"):
     """The PRM `name`, its decoder started from the language model saved in the folder `start` (if given)."""
     spec = spec or SPECS[name]
-    wrong = generic_wrong_step if spec.generic else wrong_step
     torch.manual_seed(spec.seed)
     config = qwen2_config(spec, tokenizer, num_labels=2, architectures=["Qwen2ForProcessRewardModel"])
     model = ProcessRewardModel(config)
@@ -199,9 +198,9 @@ def train_prm(tokenizer, train, test, out, log, spec=None, start=None, name="prm
     for module in [model.model.embed_tokens, *model.model.layers[:spec.frozen_layers]]:
         module.requires_grad_(False)
     rng = random.Random(spec.seed)
-    batches = batch_stream(lambda p: prm_example(tokenizer, p, rng, wrong_step=wrong), train, spec, rng)
+    batches = batch_stream(lambda p: prm_example(tokenizer, p, rng), train, spec, rng)
     check = random.Random(99)
-    held_out = [prm_example(tokenizer, p, check, wrong_step=wrong) for p in test]
+    held_out = [prm_example(tokenizer, p, check) for p in test]
     best = [-1.0]
 
     def evaluate(m):  # the best held-out model so far is the one saved
