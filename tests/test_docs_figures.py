@@ -6,6 +6,8 @@ test_bench_figures.py)."""
 import re
 from pathlib import Path
 
+import pytest
+
 from kvrescue_eval.analysis.cost import GIB, PAPER_ALPHA, CostReport, load_shape
 from markdown_cells import rows_headed
 
@@ -50,33 +52,23 @@ def test_the_eviction_crossover_is_its_tables():
     assert f"about {round(slope * 1000)} us per context token" in " ".join(doc.split())
 
 
-def test_the_testbed_grid_in_the_docs_is_its_results_file():
-    import json
-
-    from kvrescue_eval.model_adapters.testbed.calibrate import render
-
-    doc = (REPO / "docs" / "testbed.md").read_text()
-    shown = doc.split("<!-- testbed grid: begin -->\n")[1].split("\n<!-- testbed grid: end -->")[0]
-    rows = json.loads((REPO / "docs" / "results" / "testbed_grid.json").read_text())["rows"]
-    assert shown == render(rows)
+def report_blocks(page, name):
+    """The blocks of docs/PAGE between `<!-- NAME: begin -->` and `<!-- NAME: end -->` lines."""
+    doc = (REPO / "docs" / page).read_text()
+    return [part.split(f"\n<!-- {name}: end -->")[0] for part in doc.split(f"<!-- {name}: begin -->\n")[1:]]
 
 
-def test_the_testbed_report_tables_in_the_docs_are_their_file():
-    doc = (REPO / "docs" / "testbed.md").read_text()
-    shown = doc.split("<!-- testbed report: begin -->\n")[1].split("\n<!-- testbed report: end -->")[0]
-    assert shown == (REPO / "docs" / "results" / "testbed_report.md").read_text().rstrip()
-
-
-def test_the_evictor_grid_table_in_the_docs_is_its_results_file():
-    import json
-    import sys
-
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from evictor_grid import table
-
-    doc = (REPO / "docs" / "eviction.md").read_text()
-    shown = doc.split("<!-- evictor grid: begin -->\n")[1].split("\n<!-- evictor grid: end -->")[0]
-    assert shown == table(json.loads((REPO / "docs" / "results" / "evictor_grid.json").read_text()))
+@pytest.mark.parametrize("page, name, report", [
+    ("testbed.md", "testbed report", "testbed_grid_report.md"),
+    ("eviction.md", "evictor report", "evictor_grid_report.md")])
+def test_the_grid_tables_in_the_docs_are_their_sweeps_report(page, name, report):
+    """Each quoted block of the page is a part of the committed `report.md` of its sweep (`kvrescue-eval sweep
+    testbed-grid` / `evictor-grid` write it to OUT/report/report.md), unchanged."""
+    written = (REPO / "docs" / "results" / report).read_text()
+    blocks = report_blocks(page, name)
+    assert blocks
+    for block in blocks:
+        assert block.strip() and block in written, block[:300]
 
 
 def test_the_long_context_table_is_its_results_file():
@@ -152,3 +144,17 @@ def test_the_tie_rules_figures_are_its_results_file():
     assert (f"the helper share from {100 * before['helper_steps'] / before['steps']:.1f}% to "
             f"{100 * after['helper_steps'] / after['steps']:.1f}% with the same texts and pass@1 "
             f"({after['pass_at_1']:.2f})") in text("metrics.md")
+
+
+def test_the_testbed_prm_ranking_table_is_its_results_file():
+    """docs/testbed.md's held-out ranking table quotes docs/results/testbed_prm.json (testbed_prm_ranking.py)."""
+    import json
+
+    ranking = json.loads((REPO / "docs" / "results" / "testbed_prm.json").read_text())["ranking"]
+    rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "wrong steps", "kind", "pairs", "ranked right")
+    labels = ["seen: recall", "seen: code", "seen: end", "unseen: the helper's slip", "unseen: run-on, soup",
+              "unseen: run-on, loop"]
+    assert len(rows) == len(labels)
+    for row, label in zip(rows, labels):
+        assert (row["pairs"], row["ranked right"]) == (f"{ranking[label]['pairs']:,}",
+                                                        f"{ranking[label]['ranked_right']:.3f}")
