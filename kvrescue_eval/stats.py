@@ -33,14 +33,15 @@ class TextWithStats(str):
     """A completion that carries the engine's statistics for that sample (`stats` None: a text without
     them, e.g. a gold answer lm-eval cast to the response type)."""
 
-    def __new__(cls, text="", stats=None, finish_reason=None):
+    def __new__(cls, text="", stats=None, finish_reason=None, base_candidates=None):
         obj = super().__new__(cls, text)
         obj.stats = None if stats is None else {key: stats.get(key, 0) for key in STAT_KEYS}
         obj.finish_reason = finish_reason
+        obj.base_candidates = base_candidates  # stored form (candidate_records.compact); None: not recorded
         return obj
 
     def __reduce__(self):
-        return (TextWithStats, (str(self), self.stats, self.finish_reason))
+        return (TextWithStats, (str(self), self.stats, self.finish_reason, self.base_candidates))
 
 
 def carries_statistics(response) -> bool:
