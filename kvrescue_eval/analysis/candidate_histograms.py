@@ -114,3 +114,12 @@ def candidate_table(histograms):
                  "the detector would catch; of the coherent ones: what it would wrongly abort)", columns, rows,
                  {"share": percent, "entropy_above": percent, "gzip_below": percent,
                   "mean_tokens": number})
+
+
+def histogram_data(histograms):
+    """Fig. 3's histograms as JSON-ready data: the bin edges, and per run and task the detector settings and the
+    counts per statistic and outcome."""
+    return {"edges": BINS, "runs": [
+        {"run": str(entry.run.path), "task": entry.task, "detector": entry.detector,
+         "counts": {statistic: {outcome: entry.counts(statistic, outcome) for outcome in OUTCOMES}
+                    for statistic in BINS}} for entry in histograms]}

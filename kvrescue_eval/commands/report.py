@@ -75,7 +75,8 @@ def run(args):
     from pathlib import Path
 
     from kvrescue_eval.analysis.atomic import write_files
-    from kvrescue_eval.analysis.candidate_histograms import candidate_histograms, candidate_table
+    from kvrescue_eval.analysis.candidate_histograms import (candidate_histograms, candidate_table,
+                                                               histogram_data)
     from kvrescue_eval.analysis.comparisons import analyse
     from kvrescue_eval.analysis.errors import AnalysisInputError
     from kvrescue_eval.analysis.oracle import oracle_table
@@ -112,6 +113,8 @@ def run(args):
         {"runs": [str(r.path) for r in runs], "metric": analysis.metric,
          "tables": {t.name: t.to_json() for t in tables}}, indent=2) + "\n"
     files.update({out / f"{table.name}.csv": table.to_csv() for table in tables})
+    if histograms:
+        files[out / "figure3.json"] = json.dumps(histogram_data(histograms), indent=1) + "\n"
     if not args.no_plots:
         from kvrescue_eval.analysis.plots import figure3, figure5, figure6
         figures = [("figure5", figure5(analysis)), ("figure6", figure6(analysis))]
