@@ -114,7 +114,7 @@ def run(args):
          "tables": {t.name: t.to_json() for t in tables}}, indent=2) + "\n"
     files.update({out / f"{table.name}.csv": table.to_csv() for table in tables})
     if histograms:
-        files[out / "figure3.json"] = json.dumps(histogram_data(histograms), indent=1) + "\n"
+        files[out / "figure3.json"] = json.dumps(histogram_data(histograms)) + "\n"
     if not args.no_plots:
         from kvrescue_eval.analysis.plots import figure3, figure5, figure6
         figures = [("figure5", figure5(analysis)), ("figure6", figure6(analysis))]
