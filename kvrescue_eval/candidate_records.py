@@ -11,9 +11,10 @@ For each base candidate (whether the detector is on or off):
 An aborted candidate's statistics are those at the abort. Step-level base candidates (a base that proposes
 whole steps) carry no per-token entropies and are not recorded.
 
-In a `--log_samples` document, the metric METRIC holds a list over seeds; each response's records are stored by outcome, as columns, floats rounded to
-DIGITS decimals, so sample files stay small: {outcome: {"tokens": [...], "entropy": [...], "gzip": [...]}},
-outcomes without candidates left out.
+In a `--log_samples` document the metric `base_candidates` (kvrescue_eval.stats.BASE_CANDIDATES) holds a list
+over seeds; each response's records are stored by outcome, as columns, floats rounded to DIGITS decimals, so
+sample files stay small: {outcome: {"tokens": [...], "entropy": [...], "gzip": [...]}}, outcomes without
+candidates left out.
 """
 
 from dataclasses import dataclass
@@ -24,7 +25,6 @@ from kvrescue_eval.detector import CandidateMonitor, gzip_ratio
 COHERENT, DEGENERATE, ABORTED = "coherent", "degenerate", "aborted"
 OUTCOMES = (COHERENT, DEGENERATE, ABORTED)
 COLUMNS = ("tokens", "entropy", "gzip")
-METRIC = "base_candidates"  # the per-document metric that holds them, one stored form per seed
 DIGITS = 3
 
 
@@ -62,7 +62,8 @@ def expand(stored) -> list[CandidateRecord]:
                          f"got {stored!r:.200}")
     records = []
     for outcome, columns in stored.items():
-        if not isinstance(columns, dict) or set(columns) != set(COLUMNS) or len({len(columns[c]) for c in COLUMNS}) != 1:
+        if (not isinstance(columns, dict) or set(columns) != set(COLUMNS)
+                or len({len(columns[c]) for c in COLUMNS}) != 1):
             raise ValueError(f"base candidate records of outcome {outcome!r} must be equally long lists "
                              f"{', '.join(COLUMNS)}; got {columns!r:.200}")
         records += [CandidateRecord(outcome, *row) for row in zip(*(columns[c] for c in COLUMNS))]

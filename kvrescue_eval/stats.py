@@ -23,6 +23,9 @@ STAT_KEYS = (
     "early_exit_entropy",  # ... of which by the entropy rule
     "early_exit_gzip",     # ... of which by the gzip-ratio rule
 )
+# Per seed, the statistics of every base candidate (kvrescue_eval/candidate_records.py, their stored form): the
+# report's Fig. 3; reported only by responses that carry them.
+BASE_CANDIDATES = "base_candidates"
 # How a trajectory ended: EOS, the step cap, the context cap, the task's `max_gen_toks` (tokens of the
 # primary model), or one of the task's `until` strings (the text is cut before it, as lm-eval's models do).
 FINISH_REASONS = ("eos", "max_steps", "context", "max_tokens", "stop")

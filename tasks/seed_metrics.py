@@ -43,8 +43,7 @@ import statistics
 import numpy
 
 from kvrescue_eval import benchmark_table, grading
-from kvrescue_eval.candidate_records import METRIC as BASE_CANDIDATES_METRIC
-from kvrescue_eval.stats import DEGENERATION_MIN_STEPS, STAT_KEYS, carries_statistics
+from kvrescue_eval.stats import BASE_CANDIDATES, DEGENERATION_MIN_STEPS, STAT_KEYS, carries_statistics
 
 GRADER_MODES = {"exact_match": "qwen", "exact_match_strict": "strict"}  # metric -> grader mode
 BOXED = "exact_match_boxed"
@@ -118,7 +117,7 @@ def engine_statistics(responses, verdicts):
 
     metrics["unfinished_thinking"] = [int(grading.unfinished_thinking(str(response))) for response in responses]
     if all(response.base_candidates is not None for response in responses):
-        metrics[BASE_CANDIDATES_METRIC] = [response.base_candidates for response in responses]
+        metrics[BASE_CANDIDATES] = [response.base_candidates for response in responses]
     return metrics
 
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.runs import sample_records, samples_file
 from kvrescue_eval.analysis.tables import Table, number, percent
-from kvrescue_eval.candidate_records import METRIC, OUTCOMES, expand
+from kvrescue_eval.candidate_records import OUTCOMES, expand
+from kvrescue_eval.stats import BASE_CANDIDATES
 
 # bin edges: entropy 0 to 6 nats in steps of 0.25, gzip ratio 0 to 2 in steps of 0.05; a value outside
 # falls into the first or the last bin
@@ -79,14 +80,14 @@ def _read(path, entry):
     """Adds the records of a samples file to `entry` (each document once, whatever its filters); False: none."""
     seen = set()
     for number, record in sample_records(path):
-        if METRIC not in record or record.get("doc_id") in seen:
+        if BASE_CANDIDATES not in record or record.get("doc_id") in seen:
             continue
         seen.add(record.get("doc_id"))
-        for stored in record[METRIC]:
+        for stored in record[BASE_CANDIDATES]:
             try:
                 candidates = expand(stored)
             except ValueError as error:
-                raise AnalysisInputError(path, f"line {number}: {METRIC}", str(error)) from None
+                raise AnalysisInputError(path, f"line {number}: {BASE_CANDIDATES}", str(error)) from None
             for candidate in candidates:
                 entry.records[candidate.outcome].append(candidate)
     return bool(seen)
@@ -105,7 +106,8 @@ def candidate_table(histograms):
             rows.append({"run": str(entry.run.path), "task": entry.task, "mode": entry.run.setting.mode,
                          "detector": entry.run.setting.detector, "outcome": outcome, "candidates": len(records),
                          "share": len(records) / total, "mean_tokens": sum(r.tokens for r in records) / len(records),
-                         "entropy_threshold": entry.threshold("entropy"), "entropy_above": entry.flagged(outcome, "entropy"),
+                         "entropy_threshold": entry.threshold("entropy"),
+                         "entropy_above": entry.flagged(outcome, "entropy"),
                          "gzip_threshold": entry.threshold("gzip"), "gzip_below": entry.flagged(outcome, "gzip")})
     columns = ("run", "task", "mode", "detector", "outcome", "candidates", "share", "mean_tokens", "entropy_threshold",
                "entropy_above", "gzip_threshold", "gzip_below")

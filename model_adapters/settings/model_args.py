@@ -141,9 +141,10 @@ def _settings(given: dict, options: dict, nodes: dict) -> Settings:
         raise ValueError(f"model_arg mode={mode!r} is invalid; valid: {', '.join(MODES)}" + did_you_mean(mode, MODES))
     n_base, n_helper = _counts(mode, {**{k: d for k, (_, d) in nodes["counts"][1].items()}, **given["counts"]})
     switch = top.pop("detector", None) or DETECTOR_DEFAULT[mode]
-    detector = _built(DetectorConfig, given["detector"], "detector_")  # off: it still sets the recorded statistics
+    detector = _built(DetectorConfig, given["detector"], "detector_")  # off: it sets the recorded statistics
+    on = switch == "on"
     engine = _built(EngineConfig, given["engine"], n_base=n_base, n_helper=n_helper,
-                    detector=detector if switch == "on" else None, detector_when_off=None if switch == "on" else detector)
+                    detector=detector if on else None, detector_when_off=None if on else detector)
     eviction = _eviction(top.get("evictor", Settings.evictor), {"random_seed": engine.seed, **options["evictor"]},
                          given["eviction"]) if MODES[mode].evicts else None
     backend_options = {node.split(":", 1)[1]: _built(option_class, given[node], nodes[node][0])
