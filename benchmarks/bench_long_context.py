@@ -46,6 +46,8 @@ from bench_common import setup_threads, show  # noqa: E402
 from bench_eviction import fill, step  # noqa: E402
 from records import machine, record  # noqa: E402
 
+from kvrescue_eval.analysis.markdown import markdown_table  # noqa: E402
+
 RESULTS = Path(__file__).resolve().parent / "results" / "long_context.json"
 METHOD, WINDOW = "rkv", 8
 FULL = dict(contexts=[4096, 8192, 16384, 32768], layers=4, budget=512, buffer=128)
@@ -254,7 +256,7 @@ def main():
     parser.add_argument("--out", type=Path, default=None, help=f"results file (default {RESULTS.name}, not in --quick)")
     cli = parser.parse_args()
     if cli.table:
-        print(markdown_table(json.loads((cli.out or RESULTS).read_text())))
+        print(long_context_table(json.loads((cli.out or RESULTS).read_text())))
         return 0
     quick = cli.quick or os.environ.get("KVRESCUE_BENCH_QUICK") == "1"
     args = argparse.Namespace(**(QUICK if quick else FULL))
@@ -296,30 +298,37 @@ def backend_record(model, args, backend: str, row: dict) -> dict:
                   detail=dict(row, baseline=full, predicted=predicted(model, args, row["context"])))
 
 
-def markdown_table(runs: dict) -> str:
+LONG_CONTEXT_COLUMNS = ["context", "App. D: FLOPs full / evicted",
+                        "transformers tokens/s: evicted / full KV (stock `DynamicCache`)",
+                        "vLLM tokens/s: evicted / full KV", "base KV on vLLM: full / evicted"]
+
+
+def long_context_table(runs: dict) -> str:
     """docs/performance.md's table of a results file (both backends' runs)."""
     by_context = {}
     for backend, run in runs.items():
         for rec in run["records"]:
             by_context.setdefault(rec["detail"]["context"], {})[backend] = rec["detail"]
-    lines = ["| context | App. D: FLOPs full / evicted | transformers tokens/s: evicted / full KV (stock `DynamicCache`) "
-             "| vLLM tokens/s: evicted / full KV | base KV on vLLM: full / evicted |", "|---|---|---|---|---|"]
-    for context, rows in sorted(by_context.items()):
-        cells = [f"{context:,}", f"{next(iter(rows.values()))['predicted']['flops_full_over_evicted']:.2f}x"]
-        if "transformers" in rows:
-            t = rows["transformers"]["tokens_per_s"]
-            cells.append(f"{t['evicted']:.1f} / {t['full_ours']:.1f} = **{t['evicted'] / t['full_ours']:.2f}x** "
-                         f"({t['full']:.1f}: {t['evicted'] / t['full']:.2f}x)")
-        else:
-            cells.append("not measured")
-        if "vllm" in rows:
-            v, kv = rows["vllm"]["tokens_per_s"], rows["vllm"]["kv_bytes"]
-            cells += [f"{v['evicted']:.1f} / {v['full']:.1f} = **{v['evicted'] / v['full']:.2f}x**",
-                      f"{kv['full'] / 1e6:.1f} / {kv['evicted'] / 1e6:.1f} MB ({kv['full'] / kv['evicted']:.1f}x)"]
-        else:
-            cells += ["not measured", "-"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return markdown_table(LONG_CONTEXT_COLUMNS, [long_context_cells(context, rows)
+                                                 for context, rows in sorted(by_context.items())])
+
+
+def long_context_cells(context: int, rows: dict) -> list:
+    """One context's row: each backend's detail, "not measured" where that backend has none."""
+    cells = [f"{context:,}", f"{next(iter(rows.values()))['predicted']['flops_full_over_evicted']:.2f}x"]
+    if "transformers" in rows:
+        t = rows["transformers"]["tokens_per_s"]
+        cells.append(f"{t['evicted']:.1f} / {t['full_ours']:.1f} = **{t['evicted'] / t['full_ours']:.2f}x** "
+                     f"({t['full']:.1f}: {t['evicted'] / t['full']:.2f}x)")
+    else:
+        cells.append("not measured")
+    if "vllm" in rows:
+        v, kv = rows["vllm"]["tokens_per_s"], rows["vllm"]["kv_bytes"]
+        cells += [f"{v['evicted']:.1f} / {v['full']:.1f} = **{v['evicted'] / v['full']:.2f}x**",
+                  f"{kv['full'] / 1e6:.1f} / {kv['evicted'] / 1e6:.1f} MB ({kv['full'] / kv['evicted']:.1f}x)"]
+    else:
+        cells += ["not measured", "-"]
+    return cells
 
 
 def write_runs(out: Path, runs: dict) -> None:

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from kvrescue_eval.analysis.cost import GIB, PAPER_ALPHA, CostReport, load_shape
+from markdown_cells import rows_headed
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -34,9 +35,10 @@ def test_the_eviction_crossover_is_its_tables():
     """bench_eviction.py's crossover: where the least-squares line of the full cache's per-token time over the
     contexts meets the evicting cache's mean per-token time."""
     doc = (REPO / "docs" / "eviction.md").read_text()
-    rows = re.findall(r"^\| (\d+) \| ([\d.]+) ms \| ([\d.]+) ms \| ([\d.]+) ms \| ([\d.]+) ms \|$", doc, re.M)
+    columns = ("context", "full (DynamicCache)", "full (ours, budget=None)", "evict B=128", "evict B=512")
+    rows = [[float(row[col].removesuffix(" ms")) for col in columns] for row in rows_headed(doc, *columns)]
     assert len(rows) == 3
-    context, full, _, evict128, evict512 = ([float(row[i]) for row in rows] for i in range(5))
+    context, full, _, evict128, evict512 = ([row[i] for row in rows] for i in range(5))
     mean_c, mean_f = sum(context) / 3, sum(full) / 3
     slope = sum((c - mean_c) * (f - mean_f) for c, f in zip(context, full)) / sum((c - mean_c) ** 2 for c in context)
     intercept = mean_f - slope * mean_c
@@ -65,6 +67,18 @@ def test_the_testbed_report_tables_in_the_docs_are_their_file():
     assert shown == (REPO / "docs" / "results" / "testbed_report.md").read_text().rstrip()
 
 
+def test_the_evictor_grid_table_in_the_docs_is_its_results_file():
+    import json
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from evictor_grid import table
+
+    doc = (REPO / "docs" / "eviction.md").read_text()
+    shown = doc.split("<!-- evictor grid: begin -->\n")[1].split("\n<!-- evictor grid: end -->")[0]
+    assert shown == table(json.loads((REPO / "docs" / "results" / "evictor_grid.json").read_text()))
+
+
 def test_the_long_context_table_is_its_results_file():
     """docs/performance.md's long-context table is bench_long_context.py's rendering of its results file, and
     the file's runs are the committed settings: every context past the predicted crossover, one thread."""
@@ -72,12 +86,12 @@ def test_the_long_context_table_is_its_results_file():
     import sys
 
     sys.path.insert(0, str(REPO / "benchmarks"))
-    from bench_long_context import markdown_table
+    from bench_long_context import long_context_table
 
     runs = json.loads((REPO / "benchmarks" / "results" / "long_context.json").read_text())
     doc = (REPO / "docs" / "performance.md").read_text()
     shown = doc.split("<!-- long context: begin -->\n")[1].split("\n<!-- long context: end -->")[0]
-    assert shown == markdown_table(runs)
+    assert shown == long_context_table(runs)
     for run in runs.values():
         settings = run["settings"]
         assert settings["contexts"] == [4096, 8192, 16384, 32768] and run["machine"]["torch_threads"] == 1
@@ -114,15 +128,16 @@ def test_the_thinking_long_trace_figures_are_its_results():
     import json
 
     figures = json.loads((REPO / "docs" / "results" / "thinking_long_trace.json").read_text())
-    doc, window = text("thinking.md"), figures["scorer_statistics"]
-    assert f"| thinking mode (`config.kvrescue.thinking`) | {figures['thinking']} |" in doc
-    assert f"| trajectory (`output_tokens`) | {figures['output_tokens']:,.0f} tokens in {figures['steps']:.0f} steps |" in doc
-    assert (f"| most slots per KV head, evicted base (budget + buffer = {figures['budget_plus_buffer']}) | "
-            f"{figures['max_cache_slots']['base']} |") in doc
-    assert f"| most slots per KV head, full-KV helper | {figures['max_cache_slots']['helper']:,} |" in doc
-    assert (f"| PRM window / scoring calls it cut / most steps dropped at once | {window['prm_window']:,} tokens / "
-            f"{window['windowed_scorings']} / {window['most_steps_dropped']} |") in doc
-    assert f"| wall time | {figures['seconds']:.0f} s |" in doc
+    window = figures["scorer_statistics"]
+    shown = {row["what"]: row["figure"] for row in rows_headed((REPO / "docs" / "thinking.md").read_text(), "what", "figure")}
+    assert shown["thinking mode (`config.kvrescue.thinking`)"] == figures["thinking"]
+    assert shown["trajectory (`output_tokens`)"] == f"{figures['output_tokens']:,.0f} tokens in {figures['steps']:.0f} steps"
+    assert (shown[f"most slots per KV head, evicted base (budget + buffer = {figures['budget_plus_buffer']})"]
+            == str(figures["max_cache_slots"]["base"]))
+    assert shown["most slots per KV head, full-KV helper"] == f"{figures['max_cache_slots']['helper']:,}"
+    assert (shown["PRM window / scoring calls it cut / most steps dropped at once"]
+            == f"{window['prm_window']:,} tokens / {window['windowed_scorings']} / {window['most_steps_dropped']}")
+    assert shown["wall time"] == f"{figures['seconds']:.0f} s"
     assert figures["output_tokens"] > 8192 and figures["max_cache_slots"]["base"] <= figures["budget_plus_buffer"]
 
 

@@ -8,16 +8,16 @@ from kvrescue_eval.model_adapters.backends import backend_class
 from kvrescue_eval.model_adapters.settings import presets
 from kvrescue_eval.model_adapters.settings.model_args import parse_model_args
 from kvrescue_eval.model_adapters.vllm import engine
+from markdown_cells import rows_headed
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 WHERE = "vLLM where installed, else transformers"
 
 
 def role_table(page: str) -> dict[str, list[str]]:
-    text = (DOCS / page).read_text()
-    table = text[text.index("| preset | base runs on | helper runs on | scorer runs on |"):].split("\n\n")[0].splitlines()[2:]
-    cells = [[cell.strip() for cell in line.strip().strip("|").split("|")] for line in table]
-    return {row[0].strip("`"): row[1:] for row in cells}
+    roles = ("base runs on", "helper runs on", "scorer runs on")
+    return {row["preset"].strip("`"): [row[role] for role in roles]
+            for row in rows_headed((DOCS / page).read_text(), "preset", *roles)}
 
 
 def presets_without_vllm(monkeypatch) -> dict:

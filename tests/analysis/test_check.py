@@ -7,14 +7,14 @@ import json
 
 import pytest
 
+from markdown_cells import table_under
 from synthetic_grid import write_grid
 from kvrescue_eval.cli import main
 
 
 def shortfalls(out):
-    """Rows of the 'Settings that fell short' table."""
-    section = out.split("### Settings that fell short", 1)[1]
-    return [line for line in section.splitlines() if line.startswith("| org/")]
+    """Rows of the 'Settings that fell short' table, header cell -> cell."""
+    return table_under(out, "### Settings that fell short")
 
 
 def test_passes_when_every_setting_meets_the_minimum(grid, capsys):
@@ -26,8 +26,9 @@ def test_passes_when_every_setting_meets_the_minimum(grid, capsys):
 def test_fails_with_a_table_of_what_fell_short(grid, capsys):
     assert main(["check", str(grid), "--min-recovery", "0.7"]) == 1
     out = capsys.readouterr().out
-    short = shortfalls(out)
-    assert len(short) == 1 and short[0].endswith("| below minimum |") and "| 64 |" in short[0] and "aime24" in short[0] and "60.0" in short[0]
+    (short,) = shortfalls(out)
+    assert (short["verdict"], short["budget"], short["benchmark"], short["recovery"]) == ("below minimum", "64", "aime24",
+                                                                                         "60.0")
     assert "FAIL: 3 of 4 settings pass" in out
 
 
@@ -53,7 +54,8 @@ def test_baseline_drop_beyond_max_drop_fails(grid, baseline, tmp_path, capsys):
     higher = _raise_baseline(baseline, tmp_path, 128, "math500", 1.2)  # current 1.0: a drop of 0.2
     assert main(["check", str(grid), "--min-recovery", "0.5", "--baseline", str(higher), "--max-drop", "0.1"]) == 1
     (dropped,) = shortfalls(capsys.readouterr().out)
-    assert "| 128 |" in dropped and "math500" in dropped and dropped.endswith("| 100.0 | 50.0 | 120.0 | dropped |")
+    assert (dropped["budget"], dropped["benchmark"]) == ("128", "math500")
+    assert [dropped[col] for col in ("recovery", "minimum", "baseline", "verdict")] == ["100.0", "50.0", "120.0", "dropped"]
     assert main(["check", str(grid), "--min-recovery", "0.5", "--baseline", str(higher), "--max-drop", "0.25"]) == 0
 
 
@@ -62,16 +64,16 @@ def test_setting_in_baseline_but_not_in_runs_fails(baseline, tmp_path, capsys):
     assert main(["check", str(tmp_path / "runs"), "--min-recovery", "0.5", "--baseline", str(baseline),
                  "--max-drop", "0.1"]) == 1
     short = shortfalls(capsys.readouterr().out)
-    assert len(short) == 2 and all(row.endswith("| missing |") and "| 128 |" in row for row in short)
+    assert len(short) == 2 and all((row["verdict"], row["budget"]) == ("missing", "128") for row in short)
 
 
 def test_incomplete_comparison_fails_the_gate(tmp_path, capsys):
     write_grid(tmp_path / "runs", skip=("bon64",))
     assert main(["check", str(tmp_path / "runs"), "--min-recovery", "0.0"]) == 1
     short = shortfalls(capsys.readouterr().out)
-    assert len(short) == 2 and all("| incomplete: no bon run at N=4 with base org/Base-7B, rkv B=64; run: lm_eval "
-                                   "--model kvrescue --model_args base=org/Base-7B,mode=bon,n=4,evictor=rkv,budget=64,"
-                                   "buffer=128 --tasks " in row for row in short)
+    assert len(short) == 2 and all(row["verdict"].startswith(
+        "incomplete: no bon run at N=4 with base org/Base-7B, rkv B=64; run: lm_eval --model kvrescue --model_args "
+        "base=org/Base-7B,mode=bon,n=4,evictor=rkv,budget=64,buffer=128 --tasks ") for row in short)
 
 
 @pytest.mark.parametrize("args", [

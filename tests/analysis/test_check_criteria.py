@@ -15,6 +15,7 @@ from kvrescue_eval.analysis.comparisons import analyse
 from kvrescue_eval.analysis.gate import GATES, GateSpec, check
 from kvrescue_eval.analysis.runs import read_runs
 from kvrescue_eval.cli import main
+from markdown_cells import table_under
 from synthetic_lm_eval_runs import kvrescue_info, write_run
 
 TASK, METRIC = "kv_recall", "pass_at_1"
@@ -52,8 +53,9 @@ def test_a_rescue_that_is_the_helper_alone_fails_margin_share_and_recovery(tmp_p
     path = grid(tmp_path, rescue=ARMS["helper"], helper_steps=10.0)
     assert main(["check", str(path), "--metric", METRIC, "--gate", "testbed"]) == 1
     out = capsys.readouterr().out
-    assert ("| below minimum; not above both parents by 0.25 (rescue 0.500, helper alone 0.500, bon 0.000); "
-            "helper share 100.0% above [15%, 70%] |") in out
+    (row,) = table_under(out, "### Recovery gate")
+    assert row["verdict"] == ("below minimum; not above both parents by 0.25 (rescue 0.500, helper alone 0.500, "
+                              "bon 0.000); helper share 100.0% above [15%, 70%]")
     assert "FAIL: 0 of 1 settings pass (recovery >= 0.8; rescue >= max(helper alone, bon) + 0.25; helper share " \
            "of committed steps in [15%, 70%]; base tokens rescue / bon <= 0.6)" in out
 

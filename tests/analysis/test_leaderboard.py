@@ -9,6 +9,7 @@ import pytest
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.submission import REFERENCE_NOTE, schema_errors, validate
 from kvrescue_eval.cli import main
+from markdown_cells import records, tables
 from synthetic_lm_eval_runs import kvrescue_info, write_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,12 +141,13 @@ def test_shipped_submissions_validate():
     assert json.loads(schema_link.read_text())["title"] == "kvrescue-eval leaderboard submission"
 
 
-def leaderboard_lines(text, section):
-    """Data rows of the ranked table (section 0) or of the not-ranked table (section 1)."""
+def leaderboard_rows(text, section):
+    """Rows of the ranked table (section 0) or of the not-ranked table (section 1), header cell -> cell."""
     parts = text.split("## Not ranked", 1)
     if section >= len(parts):
         return []
-    return [line for line in parts[section].splitlines() if line.startswith("| ") and not line.startswith(("| rank", "| name"))]
+    (table,) = tables(parts[section])
+    return records(table)
 
 
 def test_leaderboard_build_ranks_the_papers_40_rows_and_separates_partial_runs(submissions, tmp_path):
@@ -156,16 +158,16 @@ def test_leaderboard_build_ranks_the_papers_40_rows_and_separates_partial_runs(s
     assert main(["leaderboard", "paper", "--dir", str(folder)]) == 0
     assert main(["leaderboard", "build", "--dir", str(folder)]) == 0
     text = (folder / "LEADERBOARD.md").read_text()
-    ranked, others = leaderboard_lines(text, 0), leaderboard_lines(text, 1)
-    assert len(ranked) == 40 and all("*reference* (arXiv:2608.15797)" in line for line in ranked)
-    averages = [float(line.rstrip(" |").rsplit("|", 1)[1]) for line in ranked]
+    ranked, others = leaderboard_rows(text, 0), leaderboard_rows(text, 1)
+    assert len(ranked) == 40 and all(row["source"] == "*reference* (arXiv:2608.15797)" for row in ranked)
+    averages = [float(row["avg"]) for row in ranked]
     assert averages == sorted(averages, reverse=True)
     # the best paper row: 72B full-KV, N=8: (86.4 + 23.3 + 71.5 + 96.5 + 50.2) / 5 = 65.58
-    assert ranked[0].startswith("| 1 | paper-table5_72B-block_full_N8 |") and ranked[0].endswith("| 65.6 |")
+    assert (ranked[0]["rank"], ranked[0]["name"], ranked[0]["avg"]) == ("1", "paper-table5_72B-block_full_N8", "65.6")
     assert REFERENCE_NOTE in text
     # our 4-problem synthetic runs are not comparable with whole test sets: listed apart, with the reason
     assert len(others) == len(submissions)
-    assert all("math500: 4 of 500 problems" in line for line in others)
+    assert all("math500: 4 of 500 problems" in row["why not ranked"] for row in others)
     png = (folder / "leaderboard.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 5000
     assert "<svg" in (folder / "leaderboard.svg").read_text()
@@ -182,8 +184,8 @@ def test_limit_and_short_step_runs_are_not_ranked(tmp_path):
     assert not_ranked_reason(smoke) == "--limit 2; max_steps=4 (the paper's: 1024)"
     smoke["benchmarks"]["math500"]["pass_at_1"]["boxed"]["mean"] = 1.0   # best score: still not ranked first
     text = leaderboard_markdown([whole, smoke])
-    assert [line.split(" | ")[1] for line in leaderboard_lines(text, 0)] == [whole["name"]]
-    assert leaderboard_lines(text, 1)[0].startswith("| smoke |")
+    assert [row["name"] for row in leaderboard_rows(text, 0)] == [whole["name"]]
+    assert [row["name"] for row in leaderboard_rows(text, 1)] == ["smoke"]
 
 
 def test_shipped_paper_rows_are_what_the_generator_writes():

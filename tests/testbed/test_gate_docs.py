@@ -4,6 +4,7 @@ import re
 from pathlib import Path
 
 from kvrescue_eval.analysis.gate import GATES
+from markdown_cells import rows_headed
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "testbed.md"
 
@@ -16,8 +17,7 @@ def section():
 
 
 def test_the_docs_table_is_the_gate_spec():
-    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in section().splitlines()
-            if line.startswith("| ") and line.count("|") == 4}
+    rows = {row["criterion"]: row["threshold"] for row in rows_headed(section(), "criterion", "threshold")}
     spec = GATES["testbed"]
     low, high = spec.helper_share
     assert rows["recovery (A_rescue - A_bon) / (A_full - A_bon)"] == f">= **{spec.min_recovery:g}**"
