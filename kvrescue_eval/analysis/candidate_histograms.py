@@ -77,7 +77,8 @@ def candidate_histograms(runs):
 
 
 def _read(path, entry):
-    """Adds the records of a samples file to `entry` (each document once, whatever its filters); False: none."""
+    """Adds the records of a samples file to `entry` (each document once, whatever its filters); False: none (also
+    a run whose base proposed whole steps, or that had no base: its documents hold empty records)."""
     seen = set()
     for number, record in sample_records(path):
         if BASE_CANDIDATES not in record or record.get("doc_id") in seen:
@@ -90,7 +91,7 @@ def _read(path, entry):
                 raise AnalysisInputError(path, f"line {number}: {BASE_CANDIDATES}", str(error)) from None
             for candidate in candidates:
                 entry.records[candidate.outcome].append(candidate)
-    return bool(seen)
+    return any(entry.records.values())
 
 
 def candidate_table(histograms):

@@ -100,3 +100,25 @@ def test_a_real_lm_eval_run_logs_every_base_candidate_and_the_report_draws_figur
     (run,) = json.loads((out / "figure3.json").read_text())["runs"]
     assert run["detector"]["entropy_threshold"] > 0  # the preset's thresholds, recorded with the detector off
     assert (out / "figure3.png").stat().st_size > 0
+
+
+def test_a_run_without_base_candidates_draws_no_figure_3(tmp_path):
+    output = tmp_path / "out"
+    results = write_run(output, {"kv_recall": [[0], [1]]}, model_info=kvrescue_info("helper"), metric="pass_at_1")
+    samples = next(results.parent.glob("samples_kv_recall_*.jsonl"))
+    records = [{**json.loads(line), "base_candidates": [{}]} for line in samples.read_text().splitlines()]
+    samples.write_text("".join(json.dumps(record) + "\n" for record in records))  # mode helper: no base
+    assert candidate_histograms(read_runs([output])) == []
+    assert main(["report", str(output), "--out", str(tmp_path / "report")]) == 0
+    assert not (tmp_path / "report" / "figure3.png").exists()
+
+
+def test_malformed_records_are_refused_naming_the_file_line_and_what_is_valid(tmp_path, capsys):
+    output = hand_made_run(tmp_path)
+    samples = next(output.rglob("samples_kv_recall_*.jsonl"))
+    lines = samples.read_text().splitlines()
+    lines[1] = json.dumps({**json.loads(lines[1]), "base_candidates": [{"looping": {"tokens": [3]}}]})
+    samples.write_text("\n".join(lines) + "\n")
+    assert main(["report", str(output), "--out", str(tmp_path / "report")]) == 2
+    error = capsys.readouterr().err
+    assert "line 2: base_candidates" in error and "keys among coherent, degenerate, aborted" in error
