@@ -1,7 +1,7 @@
 """The testbed's Fig. 3 in one command: plain `lm_eval` (evicted best-of-N, the detector off, `--log_samples`), then
 `kvrescue-eval report`, which draws the histograms of base candidates, coherent against degenerate.
 
-`python benchmarks/testbed_candidate_histograms.py --preset recall-deep-cpu --limit 10 --json OUT.json
+`python benchmarks/testbed_candidate_histograms.py --preset recall-cpu --limit 10 --json OUT.json
 [--png OUT.png] [--model_args budget=96] [--output_path DIR]` runs
 
     lm_eval --model kvrescue --model_args preset=P,mode=bon,detector=off[,MODEL_ARGS] --tasks kv_recall
@@ -38,7 +38,7 @@ def run(preset, limit, model_args, output_path):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="recall-deep-cpu")
+    parser.add_argument("--preset", default="recall-cpu")
     parser.add_argument("--limit", type=int, default=200, help="first test problems")
     parser.add_argument("--model_args", default="", help="more model_args for lm_eval (budget=..., evictor=...)")
     parser.add_argument("--json", type=Path, required=True)
