@@ -49,17 +49,30 @@ def gzip_ratio(text: str, chars: int = 800) -> float:
 
 
 class CandidateMonitor:
-    """The detector's state for one candidate, fed token by token: O(window) per token."""
+    """The detector's state for one candidate, fed token by token: O(window) per token. It also keeps the
+    largest moving average of the entropy over `window` tokens so far (`peak_average`), one of the two
+    statistics of the candidate histograms (kvrescue_eval/candidate_records.py)."""
 
     def __init__(self, config: DetectorConfig = DetectorConfig()):
         self.config = config
         self.tokens = 0
         self.recent = deque(maxlen=config.window)
+        self.average = 0.0  # of the last `window` entropies (of all of them while fewer)
+        self.peak = None    # the largest average over a full window so far (None: fewer tokens than a window)
 
     def add(self, entropy: float) -> None:
         """One more generated token, with its predictive entropy."""
         self.tokens += 1
         self.recent.append(float(entropy))
+        self.average = sum(self.recent) / len(self.recent)
+        if len(self.recent) == self.config.window:
+            self.peak = self.average if self.peak is None else max(self.peak, self.average)
+
+    @property
+    def peak_average(self) -> float:
+        """The largest moving average of the entropy over `window` tokens; the mean of all of them for a
+        candidate shorter than the window (0.0 before any token)."""
+        return self.average if self.peak is None else self.peak
 
     def update(self, entropy: float, text: str) -> str | None:
         """`add`, then the verdict on the candidate, whose text is now `text`."""
@@ -70,7 +83,7 @@ class CandidateMonitor:
         """The reason ("entropy" or "gzip") for which the candidate is degenerate now, or None.
         Entropy is checked first."""
         config = self.config
-        if self.tokens > config.guard and sum(self.recent) / len(self.recent) > config.entropy_threshold:
+        if self.tokens > config.guard and self.average > config.entropy_threshold:
             return ENTROPY
         if len(text) >= config.gzip_chars and gzip_ratio(text, config.gzip_chars) < config.gzip_threshold:
             return GZIP

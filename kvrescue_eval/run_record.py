@@ -58,6 +58,9 @@ class RunRecord:
     data_parallel_processes: int | None = _process()
     detector: str = "on"                # "on": base candidates were screened (early exit)
     detector_settings: dict | None = None
+    # the detector settings (on or off) of the recorded base-candidate statistics: their window and gzip_chars,
+    # the thresholds the report marks on their histograms (kvrescue_eval/candidate_records.py)
+    candidate_detector: dict | None = None
     overlap: bool | None = None
     thinking: str | None = None         # "on": base and helper in thinking mode (model_arg thinking, resolved)
     # where and how it generated (lm_eval/run_info.py's execution_info)

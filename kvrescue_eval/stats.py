@@ -23,6 +23,9 @@ STAT_KEYS = (
     "early_exit_entropy",  # ... of which by the entropy rule
     "early_exit_gzip",     # ... of which by the gzip-ratio rule
 )
+# Per seed, the statistics of every base candidate (kvrescue_eval/candidate_records.py, their stored form): the
+# report's Fig. 3; reported only by responses that carry them.
+BASE_CANDIDATES = "base_candidates"
 # How a trajectory ended: EOS, the step cap, the context cap, the task's `max_gen_toks` (tokens of the
 # primary model), or one of the task's `until` strings (the text is cut before it, as lm-eval's models do).
 FINISH_REASONS = ("eos", "max_steps", "context", "max_tokens", "stop")
@@ -33,14 +36,15 @@ class TextWithStats(str):
     """A completion that carries the engine's statistics for that sample (`stats` None: a text without
     them, e.g. a gold answer lm-eval cast to the response type)."""
 
-    def __new__(cls, text="", stats=None, finish_reason=None):
+    def __new__(cls, text="", stats=None, finish_reason=None, base_candidates=None):
         obj = super().__new__(cls, text)
         obj.stats = None if stats is None else {key: stats.get(key, 0) for key in STAT_KEYS}
         obj.finish_reason = finish_reason
+        obj.base_candidates = base_candidates  # stored form (candidate_records.compact); None: not recorded
         return obj
 
     def __reduce__(self):
-        return (TextWithStats, (str(self), self.stats, self.finish_reason))
+        return (TextWithStats, (str(self), self.stats, self.finish_reason, self.base_candidates))
 
 
 def carries_statistics(response) -> bool:

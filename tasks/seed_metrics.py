@@ -43,7 +43,7 @@ import statistics
 import numpy
 
 from kvrescue_eval import benchmark_table, grading
-from kvrescue_eval.stats import DEGENERATION_MIN_STEPS, STAT_KEYS, carries_statistics
+from kvrescue_eval.stats import BASE_CANDIDATES, DEGENERATION_MIN_STEPS, STAT_KEYS, carries_statistics
 
 GRADER_MODES = {"exact_match": "qwen", "exact_match_strict": "strict"}  # metric -> grader mode
 BOXED = "exact_match_boxed"
@@ -116,6 +116,8 @@ def engine_statistics(responses, verdicts):
     from kvrescue_eval import grading
 
     metrics["unfinished_thinking"] = [int(grading.unfinished_thinking(str(response))) for response in responses]
+    if all(response.base_candidates is not None for response in responses):
+        metrics[BASE_CANDIDATES] = [response.base_candidates for response in responses]
     return metrics
 
 
@@ -164,6 +166,21 @@ def seed_std_stderr(items, bootstrap_iters):
     return float(numpy.concatenate(draws).std(ddof=1))
 
 
+def _candidate_counts(items):
+    """items[d][j]: the stored base-candidate records of doc d under seed j -> how many candidates each holds."""
+    return [[sum(len(columns["tokens"]) for columns in stored.values()) for stored in seeds] for seeds in items]
+
+
+def base_candidates_per_sample(items):
+    """The mean number of recorded base candidates per sample (the records themselves are in --log_samples)."""
+    return mean_over_samples(_candidate_counts(items))
+
+
+def base_candidates_stderr(items, bootstrap_iters=None):
+    return problem_means_stderr(_candidate_counts(items))
+
+
 mean_over_seeds.stderr = problem_means_stderr
 mean_over_samples.stderr = problem_means_stderr
 seed_std.stderr = seed_std_stderr
+base_candidates_per_sample.stderr = base_candidates_stderr

@@ -1,4 +1,4 @@
-"""Figures 5 and 6 of the paper and the leaderboard plot, rendered to PNG and SVG bytes.
+"""Figures 3, 5 and 6 of the paper and the leaderboard plot, rendered to PNG and SVG bytes.
 
 Readable whatever the number of runs: every figure has a title; one colour per model (analysis/colours.py),
 one line style per mode (and in the leaderboard plot one line width per N); the legend sits outside the axes, beside them, so it never covers data; an axis never
@@ -180,6 +180,45 @@ def figure6_figure(analysis):
                    {}, "helper share of committed steps (%)")
     ax.set_title("Steps taken from the helper (the paper's Figure 6)", fontsize=11)
     _legend_beside(figure, [ax])
+    return figure
+
+
+def figure3(histograms):
+    """Figure 3 as PNG and SVG bytes."""
+    return rendered(figure3_figure(histograms))
+
+
+OUTCOME_COLOURS = {"coherent": "tab:blue", "degenerate": "tab:red", "aborted": "tab:orange"}
+STATISTIC_LABELS = {"entropy": "largest moving-average entropy over {window} tokens (nats)",
+                    "gzip": "gzip ratio of the last {gzip_chars} characters"}
+
+
+def figure3_figure(histograms):
+    """Per run and task (analysis/candidate_histograms.py), the histograms of the two statistics by outcome, the
+    run's thresholds as dashed lines; counts on a symmetric-log axis, so a small mode stays visible."""
+    from kvrescue_eval.analysis.candidate_histograms import BINS
+
+    plt = _pyplot()
+    figure, axes = plt.subplots(len(histograms), 2, figsize=(10, 3.2 * len(histograms)), squeeze=False,
+                                layout="constrained")
+    for row, entry in zip(axes, histograms):
+        detector = entry.detector or {}
+        for ax, statistic in zip(row, BINS):
+            for outcome, records in entry.records.items():
+                if records:
+                    ax.stairs(entry.counts(statistic, outcome), BINS[statistic], fill=True, alpha=0.45,
+                              color=OUTCOME_COLOURS[outcome], label=outcome)
+            if entry.threshold(statistic) is not None:
+                ax.axvline(entry.threshold(statistic), color="black", linestyle="--", label="detector threshold")
+            ax.set_yscale("symlog", linthresh=1)
+            ax.set_xlabel(STATISTIC_LABELS[statistic].format(window=detector.get("window", "?"),
+                                                             gzip_chars=detector.get("gzip_chars", "?")), fontsize=8)
+            ax.set_ylabel("base candidates")
+            s = entry.run.setting
+            budget = f" B={s.budget}" if s.budget else ""
+            ax.set_title(f"{entry.task}: {_label(s)}{budget} {s.mode}, detector {s.detector}", fontsize=9)
+    figure.suptitle("Base candidates, coherent against degenerate (the paper's Figure 3)", fontsize=11)
+    _legend_beside(figure, [ax for row in axes for ax in row])
     return figure
 
 

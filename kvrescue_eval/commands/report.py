@@ -1,6 +1,6 @@
 """`kvrescue-eval report`: tables, recovery, plots and (optionally) leaderboard submissions from lm-eval output."""
 
-HELP = "Tables (Table 5/1/2 layouts), recovery, Figures 5 and 6, and submissions from lm-eval output folders."
+HELP = "Tables (Table 5/1/2 layouts), recovery, Figures 3, 5 and 6, and submissions from lm-eval output folders."
 
 
 DEFAULT_FOLDER = "kvrescue-report"
@@ -40,7 +40,7 @@ def add_arguments(parser):
                              "default an arm that picks by a scorer (N > 1) must have the rescue's")
     parser.add_argument("--reference", choices=["paper"], default=None,
                         help="also print our values beside the KV-Rescue paper's (Table 5, recovery, Tables 1 and 2)")
-    parser.add_argument("--no-plots", action="store_true", help="skip Figures 5 and 6 (no matplotlib needed)")
+    parser.add_argument("--no-plots", action="store_true", help="skip Figures 3, 5 and 6 (no matplotlib needed)")
     parser.add_argument("--submission", action="store_true",
                         help="also write one leaderboard submission per setting (needs --log_samples output)")
     parser.add_argument("--submissions-dir", default=None,
@@ -75,6 +75,8 @@ def run(args):
     from pathlib import Path
 
     from kvrescue_eval.analysis.atomic import write_files
+    from kvrescue_eval.analysis.candidate_histograms import (candidate_histograms, candidate_table,
+                                                               histogram_data)
     from kvrescue_eval.analysis.comparisons import analyse
     from kvrescue_eval.analysis.errors import AnalysisInputError
     from kvrescue_eval.analysis.oracle import oracle_table
@@ -86,7 +88,8 @@ def run(args):
     try:
         runs = read_runs(args.runs, args.metric)
         analysis = analyse(runs, any_scorer=args.arms_any_scorer)
-        tables = all_tables(analysis) + [oracle_table(analysis)]  # Fig. 1(a), beside the recovery
+        histograms = candidate_histograms(runs)  # Fig. 3: runs whose samples hold base-candidate records
+        tables = all_tables(analysis) + [oracle_table(analysis), candidate_table(histograms)]  # Fig. 1(a), Fig. 3
         if args.reference == "paper":
             from kvrescue_eval.analysis.paper_comparison import paper_tables
             tables += paper_tables(analysis)
@@ -110,9 +113,13 @@ def run(args):
         {"runs": [str(r.path) for r in runs], "metric": analysis.metric,
          "tables": {t.name: t.to_json() for t in tables}}, indent=2) + "\n"
     files.update({out / f"{table.name}.csv": table.to_csv() for table in tables})
+    if histograms:
+        files[out / "figure3.json"] = json.dumps(histogram_data(histograms)) + "\n"
     if not args.no_plots:
-        from kvrescue_eval.analysis.plots import figure5, figure6
-        for name, rendered in (("figure5", figure5(analysis)), ("figure6", figure6(analysis))):
+        from kvrescue_eval.analysis.plots import figure3, figure5, figure6
+        figures = [("figure5", figure5(analysis)), ("figure6", figure6(analysis))]
+        figures += [("figure3", figure3(histograms))] if histograms else []
+        for name, rendered in figures:
             files.update({out / f"{name}.{fmt}": data for fmt, data in rendered.items()})
     written = write_files(files)
     print(markdown)

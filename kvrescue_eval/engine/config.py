@@ -17,6 +17,9 @@ class EngineConfig:
     max_problems_in_flight: int = 8
     seed: int = 0
     detector: DetectorConfig | None = field(default_factory=DetectorConfig)  # None: never abort
+    # With the detector off: its settings, whose window and gzip_chars the recorded base-candidate statistics
+    # still use (kvrescue_eval/candidate_records.py); None: DetectorConfig's defaults
+    detector_when_off: DetectorConfig | None = None
 
     def __post_init__(self):
         refuse_below("engine", self, {name: (1, "an integer >= 1") for name in (
@@ -24,3 +27,11 @@ class EngineConfig:
         if self.n_base < 0 or self.n_helper < 0 or self.n_base + self.n_helper == 0:
             raise ValueError(f"need n_base >= 0, n_helper >= 0 and at least one candidate per step; "
                              f"got n_base={self.n_base}, n_helper={self.n_helper}")
+        if self.detector is not None and self.detector_when_off is not None:
+            raise ValueError(f"detector_when_off={self.detector_when_off} is for a detector that is off; the "
+                             f"detector is on ({self.detector}): give one of them")
+
+    @property
+    def candidate_detector(self) -> DetectorConfig:
+        """The detector settings whose window and gzip_chars the recorded base-candidate statistics use."""
+        return self.detector or self.detector_when_off or DetectorConfig()

@@ -19,6 +19,10 @@ Candidates are scored in a fixed order: the base rows, then the helper rows, eac
 for the best score is drawn from the step's own random stream (selection.py), never decided by that order.
 A committed step whose text both models proposed counts in `stats["shared_steps"]`.
 
+Every base candidate decoded token by token is recorded as it finishes (`Result.base_candidates`: its
+outcome, tokens, moving-average entropy and gzip ratio, kvrescue_eval/candidate_records.py), with the
+detector on or off: the data of the paper's Fig. 3.
+
 Step-level policies (`StepPolicy`, e.g. the vLLM helper) and the scorer run off the critical path:
 at the start of a step the problem's proposal is queued for the policy's background worker, and a
 problem whose candidates are all in is queued for the scorer's; each worker hands everything queued in
@@ -45,6 +49,7 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Sequence
 
+from kvrescue_eval.candidate_records import candidate_record
 from kvrescue_eval.detector import ENTROPY, GZIP, CandidateMonitor
 from kvrescue_eval.engine.background import BatchWorker
 from kvrescue_eval.engine.config import STEP_SEPARATOR, EngineConfig
@@ -87,6 +92,7 @@ class Result:
                                    # output_tokens: trajectory tokens of the primary policy (base, or
                                    # the helper in helper mode), the final EOS not counted
     finish_reason: str             # "eos", "max_steps", "context", "max_tokens" or "stop"
+    base_candidates: list = field(default_factory=list)  # a CandidateRecord per token-level base candidate
 
 
 @dataclass
@@ -94,7 +100,7 @@ class Candidate:
     role: str
     row: Hashable                  # a token-level policy's row, or a step-level policy's StepCandidate
     cap: int                       # token budget of this step
-    monitor: CandidateMonitor | None
+    monitor: CandidateMonitor | None  # base candidates decoded token by token: their statistics (and screening)
     tokens: list[int] = field(default_factory=list)
     text: str = ""
     eos: bool = False
@@ -120,6 +126,7 @@ class ProblemState:
     stats: dict = field(default_factory=lambda: dict.fromkeys(STAT_KEYS + ("aborted_commits",), 0))
     finish_reason: str | None = None
     stop_at: int | None = None                      # where the first stop string begins in the text
+    base_candidates: list = field(default_factory=list)  # CandidateRecords of the finished base candidates
 
     @property
     def key(self):
@@ -264,8 +271,9 @@ class Engine:
             if role in self.stepped:
                 state.proposals[role] = self.workers[role].submit(StepRequest(state.key, seeds, cap))
                 continue
-            screened = role == BASE and config.detector is not None  # helper candidates never are
-            state.candidates += [Candidate(role, row, cap, CandidateMonitor(config.detector) if screened else None)
+            monitored = role == BASE  # helper candidates are never screened nor recorded
+            state.candidates += [Candidate(role, row, cap,
+                                           CandidateMonitor(config.candidate_detector) if monitored else None)
                                  for row in policy.fork(state.key, seeds)]
 
     def _decode_one_token(self, states: list[ProblemState]) -> bool:
@@ -293,22 +301,32 @@ class Engine:
 
     def _advance(self, state: ProblemState, cand: Candidate, policy: TokenPolicy, token: int, entropy: float):
         state.stats[f"{cand.role}_tokens"] += 1
+        if cand.monitor is not None:
+            cand.monitor.add(entropy)
         if token in policy.eos_token_ids:
             cand.eos = cand.done = True
+        else:
+            cand.tokens.append(token)
+            cand.text = policy.decode_text(cand.tokens)
+            if STEP_SEPARATOR in cand.text or len(cand.tokens) >= cand.cap or state.hits_stop(cand.text):
+                cand.done = True
+            if cand.monitor is not None and self.config.detector is not None:
+                self._screen(state, cand, policy)
+        if cand.done and cand.monitor is not None:
+            ended = cand.eos or STEP_SEPARATOR in cand.text
+            state.base_candidates.append(candidate_record(cand.monitor, cand.text, ended, cand.aborted is not None))
+
+    def _screen(self, state: ProblemState, cand: Candidate, policy: TokenPolicy) -> None:
+        """The detector's verdict on a base candidate after its latest token: abort it when degenerate."""
+        reason = cand.monitor.verdict(cand.text)
+        if reason is None:
             return
-        cand.tokens.append(token)
-        cand.text = policy.decode_text(cand.tokens)
-        if STEP_SEPARATOR in cand.text or len(cand.tokens) >= cand.cap or state.hits_stop(cand.text):
-            cand.done = True
-        if cand.monitor is not None:
-            reason = cand.monitor.update(entropy, cand.text)
-            if reason is not None:
-                cand.aborted, cand.done = reason, True
-                state.stats["early_exits"] += 1
-                state.stats[{ENTROPY: "early_exit_entropy", GZIP: "early_exit_gzip"}[reason]] += 1
-                self.on_event("abort", key=state.key, reason=reason)
-                if self.config.n_helper:  # the pool cannot be empty: free the row now
-                    policy.abort([cand.row])
+        cand.aborted, cand.done = reason, True
+        state.stats["early_exits"] += 1
+        state.stats[{ENTROPY: "early_exit_entropy", GZIP: "early_exit_gzip"}[reason]] += 1
+        self.on_event("abort", key=state.key, reason=reason)
+        if self.config.n_helper:  # the pool cannot be empty: free the row now
+            policy.abort([cand.row])
 
     # -- selection and commit --------------------------------------------------------------------
     def _submit_scoring(self, states: list[ProblemState]) -> None:
@@ -361,7 +379,7 @@ class Engine:
         if self.scorer is not None:
             self.scorer.release(state.key)
         result = Result("".join(state.steps)[:state.stop_at], state.steps, state.sources, state.step_ids, state.stats,
-                        state.finish_reason)
+                        state.finish_reason, state.base_candidates)
         self.on_event("finish", key=state.key, reason=state.finish_reason, result=result)
         return result
 

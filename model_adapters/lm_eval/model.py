@@ -28,6 +28,7 @@ from kvrescue_eval.engine.retry import POLICY_METHODS, SCORER_METHODS, Faults, R
 from kvrescue_eval.engine.engine import Engine
 from kvrescue_eval.environment import UnsupportedEnvironment, require_supported_versions
 from kvrescue_eval.journal import JournalError
+from kvrescue_eval.candidate_records import compact
 from kvrescue_eval.stats import STAT_KEYS, TextWithStats
 
 from ..settings.model_args import parse_model_args
@@ -143,7 +144,8 @@ class KVRescueLM(LM):
             if not padding:  # lm-eval discards the results of its data-parallel padding
                 self.totals.update({key: entry["stats"][key] for key in STAT_KEYS + ("aborted_commits",)})
                 self.finish_reasons[entry["finish_reason"]] += 1
-            responses.append(TextWithStats(entry["text"], entry["stats"], entry["finish_reason"]))
+            responses.append(TextWithStats(entry["text"], entry["stats"], entry["finish_reason"],
+                                           entry.get("base_candidates")))  # older journals: not recorded
         store_greedy(self, looked_up, generations, responses)
         return responses
 
@@ -253,4 +255,4 @@ def journal_entry(result, opening: str = "") -> dict:
     """What the journal keeps of a finished problem: all a response and the run totals are made of. `opening`:
     what the prompt opened the answer with (a forced "<think>\n"), so the response is the whole assistant turn."""
     return {"text": opening + result.text, "stats": dict(result.stats), "finish_reason": result.finish_reason,
-            "sources": list(result.sources)}
+            "sources": list(result.sources), "base_candidates": compact(result.base_candidates)}

@@ -83,7 +83,9 @@ def run_info(lm) -> dict:
 
 
 def detector_info(args) -> dict:
-    """The effective detector: "on"/"off" and, when on, its thresholds (DetectorConfig's fields)."""
+    """The effective detector: "on"/"off" and, when on, its thresholds (DetectorConfig's fields); on or off, the
+    settings of the recorded base-candidate statistics (their windows, the thresholds the report marks)."""
     config = args.detector
     return {"detector": "on" if config is not None else "off",
-            "detector_settings": asdict(config) if config is not None else None}
+            "detector_settings": asdict(config) if config is not None else None,
+            "candidate_detector": asdict(args.engine.candidate_detector)}

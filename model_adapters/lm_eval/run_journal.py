@@ -96,8 +96,9 @@ def identity(args: Settings, device: str) -> dict:
 def source_files(core: Path, adapters: Path) -> list[Path]:
     """The code that generates, whose edit may change results: the core's engine, eviction, detector and
     statistics, and every module of the adapters (each sub-package's)."""
-    return [core / "detector.py", core / "stats.py", *sorted((core / "engine").glob("*.py")),
-            *sorted((core / "eviction").glob("*.py")), *sorted(adapters.rglob("*.py"))]
+    return [core / "detector.py", core / "candidate_records.py", core / "stats.py",
+            *sorted((core / "engine").glob("*.py")), *sorted((core / "eviction").glob("*.py")),
+            *sorted(adapters.rglob("*.py"))]
 
 
 def source_fingerprint(core: Path | None = None, adapters: Path | None = None) -> str:

@@ -111,10 +111,11 @@ def parse_model_args(raw: dict) -> Settings:
 
 def model_args_of(settings: Settings) -> dict:
     """The settings as model_args (name -> value, what parse_model_args would take back): the counts resolved by
-    mode, the eviction and detector fields only where they apply, the plug-ins' options as dicts."""
+    mode, the eviction fields only where they apply, the detector's also when it is off (they set the recorded
+    candidate statistics), the plug-ins' options as dicts."""
     nodes = sections()
     objects = {"settings": settings, "sampling": settings.sampling, "engine": settings.engine,
-               "eviction": settings.eviction, "detector": settings.engine.detector,
+               "eviction": settings.eviction, "detector": settings.engine.candidate_detector,
                **{f"backend:{name}": options for name, options in settings.backend_options.items()}}
     flat = {prefix + name: getattr(objects[node], name) for node, (prefix, table) in nodes.items()
             if objects.get(node) is not None for name in table if name != "detector"}
@@ -140,8 +141,10 @@ def _settings(given: dict, options: dict, nodes: dict) -> Settings:
         raise ValueError(f"model_arg mode={mode!r} is invalid; valid: {', '.join(MODES)}" + did_you_mean(mode, MODES))
     n_base, n_helper = _counts(mode, {**{k: d for k, (_, d) in nodes["counts"][1].items()}, **given["counts"]})
     switch = top.pop("detector", None) or DETECTOR_DEFAULT[mode]
-    detector = _built(DetectorConfig, given["detector"], "detector_") if switch == "on" else None
-    engine = _built(EngineConfig, given["engine"], n_base=n_base, n_helper=n_helper, detector=detector)
+    detector = _built(DetectorConfig, given["detector"], "detector_")  # off: it sets the recorded statistics
+    on = switch == "on"
+    engine = _built(EngineConfig, given["engine"], n_base=n_base, n_helper=n_helper,
+                    detector=detector if on else None, detector_when_off=None if on else detector)
     eviction = _eviction(top.get("evictor", Settings.evictor), {"random_seed": engine.seed, **options["evictor"]},
                          given["eviction"]) if MODES[mode].evicts else None
     backend_options = {node.split(":", 1)[1]: _built(option_class, given[node], nodes[node][0])

@@ -73,3 +73,25 @@ def test_helper_candidates_are_never_screened(big_tokenizer):
     result = Engine(base, helper, ScriptedScorer(prefer_rest_after=1), cfg).run(problem())[0]
     assert set(result.sources) == {"helper"}
     assert result.stats["helper_tokens"] == 2 * 40 * 2          # ran to the step cap, never aborted
+
+
+def test_every_base_candidate_is_recorded_with_the_detector_off_and_as_aborted_with_it_on(big_tokenizer):
+    from kvrescue_eval.detector import DetectorConfig
+
+    uniform = math.log(len(big_tokenizer) - len(newline_or_eos_ids(big_tokenizer)))  # the model's entropy, every token
+    base = policy(incoherent_model(big_tokenizer), big_tokenizer, budget=16)
+    helper = policy(tiny_model(big_tokenizer, seed=3, scale=20.0), big_tokenizer)
+    off = EngineConfig(n_base=2, n_helper=1, max_steps=2, max_step_tokens=30, detector=None,
+                       detector_when_off=DetectorConfig(window=4))
+    result = Engine(base, helper, ScriptedScorer(), off).run(problem())[0]
+    records = result.base_candidates
+    assert len(records) == 2 * result.stats["steps"] and result.stats["early_exits"] == 0
+    # no newline, no EOS: every candidate runs on to the step cap
+    assert {(r.outcome, r.tokens) for r in records} == {("degenerate", 30)}
+    assert sum(r.tokens for r in records) == result.stats["base_tokens"]
+    assert all(r.entropy == pytest.approx(uniform, rel=1e-3) for r in records)
+
+    on = EngineConfig(n_base=2, n_helper=1, max_steps=2, max_step_tokens=30)   # guard 24: aborted at token 25
+    result = Engine(base, helper, ScriptedScorer(), on).run(problem())[0]
+    assert {(r.outcome, r.tokens) for r in result.base_candidates} == {("aborted", 25)}
+    assert len(result.base_candidates) == result.stats["early_exits"] == 2 * result.stats["steps"]
