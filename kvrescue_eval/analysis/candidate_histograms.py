@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from kvrescue_eval.analysis.errors import AnalysisInputError
 from kvrescue_eval.analysis.runs import sample_records, samples_file
-from kvrescue_eval.analysis.tables import Table, number, percent
+from kvrescue_eval.analysis.tables import SETTING_COLUMNS, Table, number, percent, setting_fields
 from kvrescue_eval.candidate_records import OUTCOMES, expand
 from kvrescue_eval.stats import BASE_CANDIDATES
 
@@ -104,14 +104,13 @@ def candidate_table(histograms):
             records = entry.records[outcome]
             if not records:
                 continue
-            rows.append({"run": str(entry.run.path), "task": entry.task, "mode": entry.run.setting.mode,
-                         "detector": entry.run.setting.detector, "outcome": outcome, "candidates": len(records),
+            rows.append({**run_fields(entry.run), "task": entry.task, "outcome": outcome, "candidates": len(records),
                          "share": len(records) / total, "mean_tokens": sum(r.tokens for r in records) / len(records),
                          "entropy_threshold": entry.threshold("entropy"),
                          "entropy_above": entry.flagged(outcome, "entropy"),
                          "gzip_threshold": entry.threshold("gzip"), "gzip_below": entry.flagged(outcome, "gzip")})
-    columns = ("run", "task", "mode", "detector", "outcome", "candidates", "share", "mean_tokens", "entropy_threshold",
-               "entropy_above", "gzip_threshold", "gzip_below")
+    columns = SETTING_COLUMNS + ("seed", "task", "outcome", "candidates", "share", "mean_tokens", "entropy_threshold",
+                                 "entropy_above", "gzip_threshold", "gzip_below")
     return Table("candidate_histograms", "Fig. 3 layout: base candidates by outcome, their share (%), mean tokens, and "
                  "the share (%) above the entropy threshold and below the gzip threshold (of the degenerate ones: what "
                  "the detector would catch; of the coherent ones: what it would wrongly abort)", columns, rows,
@@ -119,10 +118,15 @@ def candidate_table(histograms):
                   "mean_tokens": number})
 
 
+def run_fields(run):
+    """A run named by its setting and seed, not its folder: the same runs elsewhere give the same report."""
+    return {**setting_fields(run.setting), "seed": run.seed}
+
+
 def histogram_data(histograms):
     """Fig. 3's histograms as JSON-ready data: the bin edges, and per run and task the detector settings and the
     counts per statistic and outcome."""
     return {"edges": BINS, "runs": [
-        {"run": str(entry.run.path), "task": entry.task, "detector": entry.detector,
+        {**run_fields(entry.run), "task": entry.task, "detector": entry.detector,
          "counts": {statistic: {outcome: entry.counts(statistic, outcome) for outcome in OUTCOMES}
                     for statistic in BINS}} for entry in histograms]}

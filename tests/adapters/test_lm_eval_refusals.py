@@ -2,11 +2,9 @@
 multiple-choice tasks, and frameworks outside the supported versions."""
 
 import os
-import re
 import shutil
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,6 @@ from kvrescue_eval.environment import UnsupportedEnvironment
 
 _SCRIPT = Path(sys.executable).parent / "lm_eval"
 LM_EVAL = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "lm_eval"]
-STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2}:\d{2}:\d{2}:\d{2}) ")
 
 
 def broken_model(folder: Path) -> Path:
@@ -26,11 +23,6 @@ def broken_model(folder: Path) -> Path:
         shutil.copy(Path(TESTBED_BASE) / name, folder / name)
     (folder / "model.safetensors").write_bytes(b"not a safetensors file")
     return folder
-
-
-def stamp(log: str, text: str) -> datetime:
-    line = next(line for line in log.splitlines() if text in line)
-    return datetime.strptime(STAMP.match(line).group(1), "%Y-%m-%d:%H:%M:%S")
 
 
 @pytest.mark.slow
@@ -47,10 +39,8 @@ def test_a_multiple_choice_task_is_refused_before_any_model_loads(tmp_path):
     assert done.returncode != 0
     assert "the kvrescue model generates only" in log
     assert "user_recall_choice (loglikelihood: multiple-choice or scored continuations)" in log
-    assert "safetensors" not in log.lower() and "Loading weights" not in log   # nothing was loaded
-    # after lm-eval's start-up: building our model (model_args, models present, versions, device), lm-eval
-    # loading the two local tasks and building their requests, our refusal at the first call
-    assert (stamp(log, "ERROR") - stamp(log, "Initializing kvrescue model")).total_seconds() < 5, log[-3000:]
+    # the weights are unreadable: reading them would have failed with a safetensors error instead
+    assert "safetensors" not in log.lower() and "Loading weights" not in log, log[-3000:]
 
 
 @pytest.fixture
