@@ -12,6 +12,7 @@ at the next decode, from its staying rows and the joining ones in a single copy 
 No two batches share mutable state.
 """
 
+import weakref
 from dataclasses import dataclass, field
 from typing import Hashable
 
@@ -30,7 +31,17 @@ class Row:
     generator: torch.Generator | None = None   # its random stream (candidates)
     status: str = FORKED
     tokens: list[int] = field(default_factory=list)   # tokens drawn in this step
-    batch: "RowBatch | None" = field(default=None, repr=False)
+    # A weak reference: a batch holds its rows, and a row pointing back strongly would make a cycle that only
+    # the cyclic garbage collector frees, so every replaced batch (its cache!) would outlive its last use.
+    _batch: "weakref.ref[RowBatch] | None" = field(default=None, repr=False)
+
+    @property
+    def batch(self) -> "RowBatch | None":
+        return self._batch() if self._batch is not None else None
+
+    @batch.setter
+    def batch(self, batch: "RowBatch") -> None:
+        self._batch = weakref.ref(batch)
 
 
 class RowBatch:

@@ -1,5 +1,6 @@
 """The transformers policy: hand-over between different tokenizers, append and commit semantics."""
 
+import gc
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from kvrescue_eval.engine.config import EngineConfig  # noqa: E402
 from kvrescue_eval.engine.sampling import SamplingParams  # noqa: E402
 from kvrescue_eval.engine.engine import Engine, Problem  # noqa: E402
 from hf_probes import make_evicting_cache, next_token_logits  # noqa: E402
+from kvrescue_eval.model_adapters.hf.evicting_cache import EvictingCache  # noqa: E402
 from kvrescue_eval.model_adapters.hf.policy import HFPolicy  # noqa: E402
 from kvrescue_eval.model_adapters.prompts import render_prompt  # noqa: E402
 
@@ -132,3 +134,36 @@ def test_steps_cross_between_different_tokenizers_as_text():
     result = engine.run([Problem("k", CONVERSATION)])[0]
     assert result.text == "".join(result.steps)
     assert set(grown) == {"base", "helper"} or result.stats["steps"] < 2
+
+
+def test_every_cache_the_policy_drops_is_freed_at_once_without_the_cycle_collector():
+    """A long run holds only its live caches: the states a commit replaces, the candidates it discards and a
+    released problem's state are freed by reference counting. A reference cycle would keep each, its cache
+    included, until Python's cyclic collector happened to run (kv_recall through lm-eval, bon N 4: 0.45 GB at
+    the start, 8.9 GB after 60 problems)."""
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(tokenizer, seed=5)
+    p = HFPolicy(model, tokenizer, SAMPLING, lambda: make_evicting_cache(model, budget=16), batch_problems=True)
+    gc.collect()
+    gc.disable()
+    try:
+        for key in ("a", "b"):
+            p.start(key, CONVERSATION)
+        for _ in range(2):
+            rows = {key: p.fork(key, [1, 2, 3]) for key in ("a", "b")}
+            for _ in range(3):
+                p.decode(rows["a"] + rows["b"])
+            p.decode(rows["a"][:1])
+            p.abort(rows["b"][:1])
+            for key in ("a", "b"):
+                p.commit(key, rows[key][2])
+        assert live_caches() == 2                  # the two committed states
+        p.release("a")
+        p.release("b")
+        assert live_caches() == 0
+    finally:
+        gc.enable()
+
+
+def live_caches() -> int:
+    return sum(isinstance(o, EvictingCache) for o in gc.get_objects())
