@@ -52,8 +52,8 @@ PRESETS = {
     # layout (`qwen-prm`). A normal step is 4 tokens, an answer 9 to 17 steps ending with "key = end"; the step
     # cap is 16 normal steps, as the paper's 512 tokens are many of its steps; buffer 16 (4 steps): the cache is
     # compressed again and again while an answer is written. The detector keeps the paper's window and guard
-    # in tokens (12 after 24) and gzip over 128 characters; its thresholds lie in the valleys of the testbed's
-    # own histograms of base candidates (docs/testbed.md, "Detector").
+    # in tokens (12 after 24) and gzip over 128 characters; its thresholds are read off the testbed's own
+    # histograms of base candidates (docs/testbed.md, "Detector"; tests/testbed/test_detector_thresholds.py).
     "recall-cpu": dict(base=TESTBED + "base", helper=TESTBED + "helper", prm=TESTBED + "prm",
                        scorer="qwen-prm", evictor="rkv", budget=80, buffer=16, n=4, max_steps=64,
                        max_step_tokens=64, max_problems_in_flight=32, dtype="float32",

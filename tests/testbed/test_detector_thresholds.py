@@ -1,0 +1,59 @@
+"""The preset's detector thresholds, read off the testbed's own Fig. 3 as the paper reads its
+thresholds off its Fig. 3: the histograms of the two statistics over the base candidates of evicted best-of-N at
+the preset's setting with the detector off, coherent (the step ended) against degenerate (it ran on to the step
+cap). The histograms are the testbed grid's (`kvrescue-eval sweep testbed-grid`, its report's figure3.json,
+committed as docs/results/testbed_figure3.json; docs/testbed.md, "Detector")."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvrescue_eval.model_adapters.settings.presets import PRESETS
+
+FIGURE = Path(__file__).resolve().parents[2] / "docs" / "results" / "testbed_figure3.json"
+PRESET = PRESETS["recall-cpu"]
+# statistic -> (the preset's threshold argument, whether a degenerate candidate lies above it)
+RULES = {"entropy": ("detector_entropy_threshold", True), "gzip": ("detector_gzip_threshold", False)}
+VALLEY = 0.25   # a valley's bins hold at most this share of the smaller of the two peaks around it
+
+
+def preset_run():
+    figure = json.loads(FIGURE.read_text())
+    [run] = [run for run in figure["runs"] if run["mode"] == "bon" and run["n"] == PRESET["n"]
+             and run["evictor"] == PRESET["evictor"] and run["budget"] == PRESET["budget"]]
+    return figure["edges"], run
+
+
+def around(edges, threshold):
+    """Indices of the bins wholly below `threshold`, wholly above it, and of the one or two bins touching it."""
+    bins = range(len(edges) - 1)
+    low = [i for i in bins if edges[i + 1] <= threshold]
+    high = [i for i in bins if edges[i] >= threshold]
+    touching = [i for i in bins if edges[i] <= threshold <= edges[i + 1]]
+    return low, high, touching
+
+
+@pytest.mark.parametrize("statistic", RULES)
+def test_each_rule_separates_coherent_from_degenerate_candidates(statistic):
+    """At most 5% of the coherent candidates fall on the degenerate side of the threshold (the detector would
+    abort them) and at least 40% of the degenerate ones do: the entropy rule catches the soup (and the soupy
+    start of loops), the gzip rule the loops."""
+    edges, run = preset_run()
+    argument, degenerate_above = RULES[statistic]
+    low, high, _ = around(edges[statistic], PRESET[argument])
+    flagged_side = high if degenerate_above else low
+    for outcome, bound in (("coherent", lambda share: share <= 0.05), ("degenerate", lambda share: share >= 0.4)):
+        counts = run["counts"][statistic][outcome]
+        assert bound(sum(counts[i] for i in flagged_side) / sum(counts)), (statistic, outcome)
+
+
+def test_the_gzip_threshold_lies_in_the_valley_between_loops_and_soup():
+    """A degenerate candidate is a loop (gzip compresses it well) or soup (words drawn at random compress less,
+    and a coherent step, short, not at all): the degenerate histogram has two modes, and the threshold lies in
+    the valley between them."""
+    edges, run = preset_run()
+    low, high, touching = around(edges["gzip"], PRESET["detector_gzip_threshold"])
+    degenerate = run["counts"]["gzip"]["degenerate"]
+    peaks = max(degenerate[i] for i in low), max(degenerate[i] for i in high)
+    assert max(degenerate[i] for i in touching) <= VALLEY * min(peaks), (peaks, degenerate)
