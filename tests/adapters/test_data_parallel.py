@@ -41,7 +41,9 @@ def assert_same_per_document(tmp_path, model_args, task, limit):
     for doc_id, sample in one.items():
         assert two[doc_id]["resps"] == sample["resps"], doc_id
         assert two[doc_id]["filtered_resps"] == sample["filtered_resps"], doc_id
-    assert results_2["results"][task] == results_1["results"][task]
+    # the same per-document values; lm-eval gathers the ranks' lists in another order, which can change the
+    # last bit of a float sum
+    assert results_2["results"][task] == pytest.approx(results_1["results"][task], rel=1e-12)
     totals_1, totals_2 = (r["config"]["kvrescue"]["totals"] for r in (results_1, results_2))
     assert totals_2 == totals_1            # run totals of both ranks, without lm-eval's padding
     return one
@@ -62,4 +64,8 @@ def test_two_processes_equal_one_on_math500_with_a_tiny_model(tmp_path):
 
 @pytest.mark.skipif(not (WEIGHTS_DIR / "base" / "config.json").is_file(), reason="testbed weights not shipped")
 def test_two_processes_equal_one_on_kv_recall_with_the_testbed(tmp_path):
-    assert_same_per_document(tmp_path, "preset=recall-cpu,mode=rescue,n=4,budget=32", "kv_recall", limit=16)
+    """One problem in flight per process: rows of several problems share a forward pass otherwise, whose float
+    rounding depends on which problems a rank holds, and can flip a token drawn from a flat distribution (the
+    testbed base's run-ons are near-uniform soup). Alone, a problem's trajectory is bit-identical on any rank."""
+    assert_same_per_document(tmp_path, "preset=recall-cpu,mode=rescue,n=4,max_problems_in_flight=1", "kv_recall",
+                             limit=16)
