@@ -211,8 +211,18 @@ def classify(config, path):
                       detector=record.detector if mode.uses_base else "off",
                       max_steps=record.max_steps, max_step_tokens=record.max_step_tokens,
                       max_context=record.max_context,
-                      identity=tuple((name, canonical(info[name])) for name in IDENTITY_FIELDS if name in info))
+                      identity=tuple((name, canonical(identity_value(name, info[name])))
+                                     for name in IDENTITY_FIELDS if name in info))
     return setting, record.seed
+
+
+def identity_value(name, value):
+    """A recorded field as the identity compares it: an evictor's options without its private state (records
+    written before run_info kept only the options held a random evictor's stream, as a repr with an address, so
+    that no two runs of it would pair)."""
+    if name == "evictor_options" and isinstance(value, dict):
+        return {key: option for key, option in value.items() if not key.startswith("_")}
+    return value
 
 
 def canonical(value):

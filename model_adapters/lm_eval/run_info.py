@@ -7,6 +7,7 @@ from kvrescue_eval.run_record import RunRecord
 from kvrescue_eval.stats import FINISH_REASONS, STAT_KEYS
 
 from ..scorers import scorer_model_args
+from ..settings.tree import plain
 
 
 def model_info(lm) -> dict:
@@ -30,7 +31,7 @@ def run_record(lm) -> RunRecord:
         evictor=a.evictor if e else None, budget=e.budget if e else None,
         buffer=e.buffer if e else None, window=e.window if e else None,
         mix_lambda=getattr(e.evictor, "mix_lambda", None) if e else None,
-        evictor_options=asdict(e.evictor) if e and is_dataclass(e.evictor) else None,
+        evictor_options=plain(e.evictor) if e and is_dataclass(e.evictor) else None,   # its options, not its state
         scorer_options=a.scorer_options if scored else None,
         **sampling_used(lm),
         max_steps=a.engine.max_steps, max_step_tokens=a.engine.max_step_tokens,

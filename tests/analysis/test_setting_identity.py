@@ -124,3 +124,21 @@ def test_seeds_run_in_and_out_of_thinking_mode_are_not_pooled(tmp_path):
     analysis = runs(tmp_path, ("bon", [[1], [1], [0], [0]], info("bon", seed=0, thinking="on")),
                     ("bon", [[1], [1], [1], [1]], info("bon", seed=1, thinking="off")))
     assert sorted(c.setting.variant for c in analysis.cells) == ["thinking=off", "thinking=on"]
+
+
+def test_a_random_evictors_state_recorded_by_older_runs_does_not_keep_bon_and_rescue_apart(tmp_path):
+    """Runs written before the record kept an evictor's options only hold its private stream too, a repr with an
+    object's address that differs in every process; its options still pair bon and rescue, a different option
+    does not."""
+    def options(stream, seed=0):
+        return {"random_seed": seed, "_stream": f"<SeededStream object at {stream}>"}
+
+    analysis = runs(tmp_path, ("full", FULL, info("full")), ("bon", BON, info("bon", evictor_options=options("0x1"))),
+                    ("rescue", RESCUE, info("rescue", evictor_options=options("0x2"))))
+    (comparison,) = analysis.comparisons
+    assert comparison.recovery == pytest.approx(0.5)   # (1/2 - 0) / (1 - 0)
+    analysis = runs(tmp_path / "other", ("full", FULL, info("full")),
+                    ("bon", BON, info("bon", evictor_options=options("0x1", seed=1))),
+                    ("rescue", RESCUE, info("rescue", evictor_options=options("0x2"))))
+    (comparison,) = analysis.comparisons
+    assert comparison.bon is None and "random_seed" in comparison.status
