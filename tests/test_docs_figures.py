@@ -158,3 +158,21 @@ def test_the_testbed_prm_ranking_table_is_its_results_file():
     for row, label in zip(rows, labels):
         assert (row["pairs"], row["ranked right"]) == (f"{ranking[label]['pairs']:,}",
                                                         f"{ranking[label]['ranked_right']:.3f}")
+
+
+def test_the_testbeds_n1_against_n4_figures_are_their_results_file():
+    """docs/testbed.md's account of N 1 beating N 4 quotes docs/results/testbed_n_comparison.json
+    (benchmarks/testbed_n_comparison.py), budget 80 first, then 64."""
+    import json
+
+    at_80, at_64 = json.loads((REPO / "docs" / "results" / "testbed_n_comparison.json").read_text())
+    doc = text("testbed.md")
+    assert f"N 4 loses {at_80['lost']} problems N 1 solves at budget 80 ({at_64['lost']} at 64) and gains " \
+           f"{at_80['gained']} ({at_64['gained']})" in doc
+    assert at_80["lost_first_wrong_step_chosen_from"] == {"base": at_80["lost"]}
+    assert at_64["lost_first_wrong_step_chosen_from"] == {"base": at_64["lost"]}
+    assert f"{at_80['lost_at_the_end_step']} of the {at_80['lost']} ({at_64['lost_at_the_end_step']} of " \
+           f"{at_64['lost']}) at the END step" in doc
+    candidates = at_80["base_candidates_per_problem"]
+    assert f"At N 4 the PRM ranks {candidates[at_80['worse']]:.1f} base candidates per problem against " \
+           f"{candidates[at_80['better']]:.1f} at N 1" in doc

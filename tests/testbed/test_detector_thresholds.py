@@ -35,17 +35,24 @@ def around(edges, threshold):
 
 
 @pytest.mark.parametrize("statistic", RULES)
-def test_each_rule_separates_coherent_from_degenerate_candidates(statistic):
-    """At most 5% of the coherent candidates fall on the degenerate side of the threshold (the detector would
-    abort them) and at least 40% of the degenerate ones do: the entropy rule catches the soup (and the soupy
-    start of loops), the gzip rule the loops."""
+def test_no_rule_aborts_more_than_a_few_coherent_candidates(statistic):
+    """At most 5% of the coherent candidates fall on the degenerate side of either threshold."""
     edges, run = preset_run()
     argument, degenerate_above = RULES[statistic]
     low, high, _ = around(edges[statistic], PRESET[argument])
-    flagged_side = high if degenerate_above else low
-    for outcome, bound in (("coherent", lambda share: share <= 0.05), ("degenerate", lambda share: share >= 0.4)):
-        counts = run["counts"][statistic][outcome]
-        assert bound(sum(counts[i] for i in flagged_side) / sum(counts)), (statistic, outcome)
+    counts = run["counts"][statistic]["coherent"]
+    assert sum(counts[i] for i in (high if degenerate_above else low)) / sum(counts) <= 0.05
+
+
+def test_the_entropy_rule_catches_most_degenerate_candidates():
+    """Soup, the commoner kind of run-on, has a high moving-average entropy: at least half of the degenerate
+    candidates lie above the entropy threshold. The gzip rule's share is the share of loops, whatever the mix
+    (bon here runs on for up to 64 steps after an answer goes wrong, mostly in soup): its threshold is checked
+    against the loops' mode below."""
+    edges, run = preset_run()
+    _, high, _ = around(edges["entropy"], PRESET["detector_entropy_threshold"])
+    counts = run["counts"]["entropy"]["degenerate"]
+    assert sum(counts[i] for i in high) / sum(counts) >= 0.5
 
 
 def test_the_gzip_threshold_lies_in_the_valley_between_loops_and_soup():
