@@ -176,3 +176,20 @@ def test_the_testbeds_n1_against_n4_figures_are_their_results_file():
     candidates = at_80["base_candidates_per_problem"]
     assert f"At N 4 the PRM ranks {candidates[at_80['worse']]:.1f} base candidates per problem against " \
            f"{candidates[at_80['better']]:.1f} at N 1" in doc
+
+
+def test_the_retrained_prms_ranking_is_its_results_file():
+    """docs/testbed.md quotes the ranking of the PRM today's training script trains (testbed_prm_ranking.py --prm)."""
+    import json
+
+    ranking = json.loads((REPO / "docs" / "results" / "testbed_prm_retrained.json").read_text())["ranking"]
+
+    def right(label):
+        return f"{ranking[label]['ranked_right']:.3f}"
+
+    slip = "unseen: the helper's slip"
+
+    assert (f"recall {right('seen: recall')}, code {right('seen: code')}, END {right('seen: end')} (the shipped "
+            f"one's weakest kind") in text("testbed.md")
+    assert (f"the run-ons {right('unseen: run-on, soup')} and {right('unseen: run-on, loop')}, the helper's slips "
+            f"{right(slip)}") in text("testbed.md")
