@@ -3,20 +3,20 @@
 Reads two rescue arms of the testbed grid (`kvrescue-eval sweep testbed-grid`, their `--log_samples` files and
 kvrescue journals) that differ only in N. For every problem the first arm solves and the second does not, it
 finds the second arm's first committed step that differs from the task's right step and the role whose
-candidate the PRM chose there (the journal's `sources`), and counts how many wrong base candidates each arm's
-PRM had to rank below a right step (the base candidates of the committed steps, `base_candidates`).
+candidate the PRM chose there (the journal's `sources`), and counts the base candidates each arm's PRM ranked
+per problem (`base_candidates` of the log: every base candidate of every step).
 
     python benchmarks/testbed_n_comparison.py /work/runs/testbed-grid --json docs/results/testbed_n_comparison.json
 """
 
 import argparse
 import glob
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
 
-SEPARATOR = "\n\n"
+from kvrescue_eval import STEP_SEPARATOR
+from kvrescue_eval.model_adapters.lm_eval.run_journal import identity_hash
 
 
 def samples(arm: Path) -> dict:
@@ -37,12 +37,13 @@ def journal_results(arm: Path) -> dict:
 
 
 def prompt_id(sample: dict) -> str:
-    conversation = json.loads(sample["arguments"]["gen_args_0"]["arg_0"])["kvrescue-conversation"]
-    return hashlib.sha256(json.dumps(conversation, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+    """The journal's key of a logged sample: the hash of its conversation, as lm_eval/requests.py keys it."""
+    return identity_hash(json.loads(sample["arguments"]["gen_args_0"]["arg_0"])["kvrescue-conversation"])
 
 
 def first_wrong_step(text: str, right: list[str]) -> int:
-    written = [step.strip() for step in text.split(SEPARATOR)]
+    # empty steps are kept (the task's response_steps drops them) so that the index is the journal's `sources` one
+    written = [step.strip() for step in text.split(STEP_SEPARATOR)]
     right = [step.strip() for step in right]
     for index, step in enumerate(written):
         if index >= len(right) or step != right[index]:
@@ -67,7 +68,7 @@ def compare(grid: Path, better: str, worse: str) -> dict:
         chosen[source] += 1
         at_end += index == len(right) - 1
         cases.append({"doc_id": doc, "step": index, "chose": source,
-                      "written": result["text"].split(SEPARATOR)[index][:80], "right": right[index].strip()})
+                      "written": result["text"].split(STEP_SEPARATOR)[index][:80], "right": right[index].strip()})
     return {"grid": str(grid), "better": better, "worse": worse, "problems": len(first),
             "solved": solved, "lost": len(lost), "gained": len(gained),
             "lost_first_wrong_step_chosen_from": dict(chosen), "lost_at_the_end_step": at_end,
