@@ -10,13 +10,16 @@ prm     a Qwen2 decoder (started from a language model of the task, `prm_lm`) wi
         one or a wrong one, examples.wrong_step) with the step labels at the tags and, densely, a label at every answer word
         (is it the expected word?): with labels at the tags alone it stayed at chance on CPU.
 
-Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, the thread count of each spec; a rerun
-from scratch gives bit-identical weights (tests/testbed/test_training.py checks it on a small spec).
-A different CPU kernel may change the last bits of the sums.
+Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, the thread count of each spec, and CPU
+kernels that do not depend on the instruction sets the CPU offers (`PINNED_KERNELS`; the script restarts
+itself with them): a rerun from scratch gives bit-identical weights, with or without AVX-512
+(tests/testbed/test_training.py checks both on short runs; docs/testbed.md says what is not yet checked).
 """
 
 import argparse
+import os
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -224,12 +227,31 @@ def save_prm(model, config, tokenizer, folder):
     save_tokenizer(tokenizer, folder)
 
 
+# Without these the weights depend on the CPU: the same script trained other base and PRM weights on an AMD
+# EPYC than on an Intel Xeon, and torch's vectorized kernels sum in another order with AVX2 than with AVX-512
+# (runs differ from the first steps on). torch's kernels without vector extensions, and MKL's reproducible
+# path (its dispatch also depends on the CPU's vendor, which no test here can vary). Training takes about
+# twice as long. Both are read when torch starts.
+PINNED_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
+
+
+def restart_with_pinned_kernels(argv):
+    """Replaces this process by the same command with `PINNED_KERNELS` set, unless they already are."""
+    if all(os.environ.get(name) == value for name, value in PINNED_KERNELS.items()):
+        return
+    pinned = " ".join(f"{name}={value}" for name, value in PINNED_KERNELS.items())
+    print(f"restarting with {pinned}: weights that do not depend on the CPU's instruction sets", flush=True)
+    os.execve(sys.executable, [sys.executable, "-m", __spec__.name, *argv], {**os.environ, **PINNED_KERNELS})
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="folder receiving base/, helper/, prm/")
     parser.add_argument("--only", choices=MODELS, action="append",
                         help=f"train only these models (default: {', '.join(MODELS)})")
     args = parser.parse_args(argv)
+    restart_with_pinned_kernels(argv)
     torch.use_deterministic_algorithms(True)
     tokenizer = build_tokenizer()
     # The last 200 training problems are held out to decide when to stop; the test split stays unseen.
