@@ -193,3 +193,16 @@ def test_the_retrained_prms_ranking_is_its_results_file():
             f"one's weakest kind") in text("testbed.md")
     assert (f"the run-ons {right('unseen: run-on, soup')} and {right('unseen: run-on, loop')}, the helper's slips "
             f"{right(slip)}") in text("testbed.md")
+
+
+def test_the_pinned_base_figures_are_its_training_log():
+    """docs/testbed.md quotes the pinned-kernel training of the base (docs/results/testbed_training_pinned.log)."""
+    import re
+
+    log = (REPO / "docs" / "results" / "testbed_training_pinned.log").read_text()
+    steps = re.findall(r"^step (\d+) ", log, re.MULTILINE)[-1]
+    accuracy, held_out = re.search(r"argmax accuracy ([\d.]+), mean p\(right answer\) ([\d.]+)", log).groups()
+    sha = re.search(r"^([0-9a-f]{64})  base/model.safetensors$", log, re.MULTILINE).group(1)
+    doc = text("testbed.md")
+    assert (f"the base trains in {int(steps):,} steps to a held-out {float(held_out):.3f} (argmax accuracy "
+            f"{accuracy}), sha256 `{sha[:8]}`") in doc
