@@ -196,14 +196,42 @@ def test_the_retrained_prms_ranking_is_its_results_file():
             f"{right(slip)}") in text("testbed.md")
 
 
-def test_the_pinned_base_figures_are_its_training_log():
-    """docs/testbed.md quotes the pinned-kernel training of the base (docs/results/testbed_training_pinned.log)."""
+def test_the_pinned_training_figures_are_its_log():
+    """docs/testbed.md quotes the pinned-kernel training of the three models (docs/results/testbed_training_pinned.log)."""
     import re
 
     log = (REPO / "docs" / "results" / "testbed_training_pinned.log").read_text()
-    steps = re.findall(r"^step (\d+) ", log, re.MULTILINE)[-1]
-    accuracy, held_out = re.search(r"argmax accuracy ([\d.]+), mean p\(right answer\) ([\d.]+)", log).groups()
-    sha = re.search(r"^([0-9a-f]{64})  base/model.safetensors$", log, re.MULTILINE).group(1)
     doc = text("testbed.md")
-    assert (f"the base trains in {int(steps):,} steps to a held-out {float(held_out):.3f} (argmax accuracy "
-            f"{accuracy}), sha256 `{sha[:8]}`") in doc
+
+    def trained(name, result):
+        """(last step, held-out figure, sha256 prefix) of one model's run in the log."""
+        before, line = log.split(f"\n{name}: held-out")[0], log.split(f"\n{name}: held-out")[1].splitlines()[0]
+        steps = int(re.findall(r"^step (\d+) ", before, re.MULTILINE)[-1])
+        figure = float(re.search(result, line).group(1))
+        sha = re.search(rf"^([0-9a-f]{{64}})  {name}/model.safetensors$", log, re.MULTILINE).group(1)[:8]
+        return steps, figure, sha
+
+    steps, held_out, sha = trained("base", r"mean p\(right answer\) ([\d.]+)")
+    accuracy = re.search(r"base: held-out words, teacher-forced argmax accuracy ([\d.]+)", log).group(1)
+    assert (f"the base trains in {steps:,} steps to a held-out {held_out:.3f} (argmax accuracy {accuracy}), "
+            f"sha256 `{sha}`") in doc
+    steps, held_out, sha = trained("helper", r"mean p\(right answer\) ([\d.]+)")
+    assert f"the helper in {steps:,} steps to {held_out:.3f}, sha256 `{sha}`" in doc
+    steps, ranked, sha = trained("prm", r"ranked right ([\d.]+)")
+    assert f"in {steps:,} steps to {ranked:.3f}, sha256 `{sha}`" in doc
+
+
+def test_the_pinned_prms_ranking_is_its_results_file():
+    """docs/testbed.md quotes the ranking of the PRM trained with pinned kernels (testbed_prm_ranking.py --prm)."""
+    import json
+
+    ranking = json.loads((REPO / "docs" / "results" / "testbed_prm_pinned.json").read_text())["ranking"]
+
+    def right(label):
+        return f"{ranking[label]['ranked_right']:.3f}"
+
+    slip = "unseen: the helper's slip"
+
+    assert (f"recall {right('seen: recall')}, code {right('seen: code')}, END {right('seen: end')}, the run-ons "
+            f"{right('unseen: run-on, soup')} and {right('unseen: run-on, loop')}, the helper's slips "
+            f"{right(slip)}: END") in text("testbed.md")
