@@ -179,25 +179,27 @@ def test_the_testbeds_n1_against_n4_figures_are_their_results_file():
            f"{candidates[at_80['better']]:.1f} at N 1" in doc
 
 
-def test_the_retrained_prms_ranking_is_its_results_file():
-    """docs/testbed.md quotes the ranking of the PRM today's training script trains (testbed_prm_ranking.py --prm)."""
+def prm_ranking(results_file):
+    """The share ranked right of each kind in a testbed_prm_ranking.py results file, as the docs write it."""
     import json
 
-    ranking = json.loads((REPO / "docs" / "results" / "testbed_prm_retrained.json").read_text())["ranking"]
+    ranking = json.loads((REPO / "docs" / "results" / results_file).read_text())["ranking"]
+    short = {"seen: recall": "recall", "seen: code": "code", "seen: end": "end", "unseen: run-on, soup": "soup",
+             "unseen: run-on, loop": "loop", "unseen: the helper's slip": "slips"}
+    return {short[label]: f"{kind['ranked_right']:.3f}" for label, kind in ranking.items()}
 
-    def right(label):
-        return f"{ranking[label]['ranked_right']:.3f}"
 
-    slip = "unseen: the helper's slip"
-
-    assert (f"recall {right('seen: recall')}, code {right('seen: code')}, END {right('seen: end')} (the shipped "
-            f"one's weakest kind") in text("testbed.md")
-    assert (f"the run-ons {right('unseen: run-on, soup')} and {right('unseen: run-on, loop')}, the helper's slips "
-            f"{right(slip)}") in text("testbed.md")
+def test_the_retrained_prms_ranking_is_its_results_file():
+    """docs/testbed.md quotes the ranking of the PRM the unpinned script trained (testbed_prm_ranking.py --prm)."""
+    r = prm_ranking("testbed_prm_retrained.json")
+    doc = text("testbed.md")
+    assert f"recall {r['recall']}, code {r['code']}, END {r['end']} (the shipped one's weakest kind" in doc
+    assert f"the run-ons {r['soup']} and {r['loop']}, the helper's slips {r['slips']}" in doc
 
 
 def test_the_pinned_training_figures_are_its_log():
-    """docs/testbed.md quotes the pinned-kernel training of the three models (docs/results/testbed_training_pinned.log)."""
+    """docs/testbed.md quotes the pinned-kernel training of the three models
+    (docs/results/testbed_training_pinned.log)."""
     import re
 
     log = (REPO / "docs" / "results" / "testbed_training_pinned.log").read_text()
@@ -223,15 +225,6 @@ def test_the_pinned_training_figures_are_its_log():
 
 def test_the_pinned_prms_ranking_is_its_results_file():
     """docs/testbed.md quotes the ranking of the PRM trained with pinned kernels (testbed_prm_ranking.py --prm)."""
-    import json
-
-    ranking = json.loads((REPO / "docs" / "results" / "testbed_prm_pinned.json").read_text())["ranking"]
-
-    def right(label):
-        return f"{ranking[label]['ranked_right']:.3f}"
-
-    slip = "unseen: the helper's slip"
-
-    assert (f"recall {right('seen: recall')}, code {right('seen: code')}, END {right('seen: end')}, the run-ons "
-            f"{right('unseen: run-on, soup')} and {right('unseen: run-on, loop')}, the helper's slips "
-            f"{right(slip)}: END") in text("testbed.md")
+    r = prm_ranking("testbed_prm_pinned.json")
+    assert (f"recall {r['recall']}, code {r['code']}, END {r['end']}, the run-ons {r['soup']} and {r['loop']}, the "
+            f"helper's slips {r['slips']}: END") in text("testbed.md")
