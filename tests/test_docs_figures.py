@@ -207,7 +207,8 @@ def test_the_pinned_training_figures_are_its_log():
 
     def trained(name, result):
         """(last step, held-out figure, sha256 prefix) of one model's run in the log."""
-        before, line = log.split(f"\n{name}: held-out")[0], log.split(f"\n{name}: held-out")[1].splitlines()[0]
+        before, _, after = log.partition(f"\n{name}: held-out")
+        line = after.splitlines()[0]
         steps = int(re.findall(r"^step (\d+) ", before, re.MULTILINE)[-1])
         figure = float(re.search(result, line).group(1))
         sha = re.search(rf"^([0-9a-f]{{64}})  {name}/model.safetensors$", log, re.MULTILINE).group(1)[:8]

@@ -62,7 +62,7 @@ train.train_lm("base", build_tokenizer(), problems, problems[:2], Path(sys.argv[
 """
 # What an x86-64 CPU without AVX-512 offers, as torch, MKL and oneDNN read it
 AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
-KERNEL_SETTINGS = (*AVX2_ONLY, "MKL_CBWR")
+KERNEL_SETTINGS = {*AVX2_ONLY, *train.PINNED_KERNELS}
 
 
 def short_base_weights(folder, settings):
