@@ -61,7 +61,8 @@ def report_blocks(page, name):
 @pytest.mark.parametrize("page, name, report", [
     ("testbed.md", "testbed report", "testbed_grid_report.md"),
     ("eviction.md", "evictor report", "evictor_grid_report.md"),
-    ("eviction.md", "evictor partial report", "evictor_grid_partial_report.md")])
+    ("eviction.md", "evictor partial report", "evictor_grid_partial_report.md"),
+    ("testbed.md", "pinned testbed report", "testbed_grid_pinned_report.md")])
 def test_the_grid_tables_in_the_docs_are_their_sweeps_report(page, name, report):
     """Each quoted block of the page is a part of the committed `report.md` of its sweep (`kvrescue-eval sweep
     testbed-grid` / `evictor-grid` write it to OUT/report/report.md), unchanged."""
@@ -229,3 +230,36 @@ def test_the_pinned_prms_ranking_is_its_results_file():
     r = prm_ranking("testbed_prm_pinned.json")
     assert (f"recall {r['recall']}, code {r['code']}, END {r['end']}, the run-ons {r['soup']} and {r['loop']}, the "
             f"helper's slips {r['slips']}: END") in text("testbed.md")
+
+
+def test_the_pinned_bases_checkpoints_are_their_results_file():
+    """docs/testbed.md's account of the pinned base quotes docs/results/testbed_base_stop_rule.json
+    (benchmarks/testbed_base_stop_rule.py): where the spec's rule stops it, each checkpoint's arms, recovery by
+    its definition (A_rescue - A_bon) / (A_full - A_bon), and the claim that no checkpoint meets issue 32's
+    full-KV and recovery criteria together."""
+    import json
+
+    from kvrescue_eval.model_adapters.testbed.specs import SPECS
+
+    measured = json.loads((REPO / "docs" / "results" / "testbed_base_stop_rule.json").read_text())
+    checkpoints, doc = measured["checkpoints"], text("testbed.md")
+    stop = next(r for r in measured["trajectory"] if r["held_out"] >= SPECS["base"].stop_at)
+    assert (f"the pinned base as its spec stops it ({stop['step']:,} steps) solves "
+            f"{checkpoints[str(stop['step'])]['full']['pass_at_1']:.3f} with its whole cache at N 4") in doc
+    assert f"argmax accuracy stopped at {stop['argmax_200']:.4f}" in doc
+    trajectory = {r["step"]: r for r in measured["trajectory"]}
+
+    def recovery(arms):
+        full, bon, rescue = (arms[arm]["pass_at_1"] for arm in ("full", "bon", "rescue"))
+        return (rescue - bon) / (full - bon)
+
+    rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "step", "held-out mean p", "argmax accuracy",
+                       "full KV")
+    assert [tuple(row.values()) for row in rows] == [
+        (f"{int(step):,}", f"{trajectory[int(step)]['held_out']:.3f}", f"{trajectory[int(step)]['argmax']:.4f}",
+         *(f"{arms[arm]['pass_at_1']:.3f}" for arm in ("full", "bon", "rescue")), f"{recovery(arms):.3f}")
+        for step, arms in checkpoints.items()]
+    assert not [step for step, arms in checkpoints.items() if arms["full"]["pass_at_1"] >= 0.9 and recovery(arms) >= 0.8]
+    rescues = [arms["rescue"]["pass_at_1"] for arms in checkpoints.values()]
+    assert f"gives rescue anywhere from {min(rescues):.3f} to {max(rescues):.3f}" in doc
+    assert f"same pinned helper and PRM gives rescue {measured['shipped_base']['rescue']['pass_at_1']:.3f}" in doc

@@ -1,0 +1,100 @@
+"""Where the testbed base's training stops matters: its checkpoints past the stop rule, and what each does.
+
+Trains the base of `model_adapters/testbed/specs.py` as `train.py` does (same examples, seeds and held-out
+score; run it with train.PINNED_KERNELS set, as train.py restarts itself) but without stopping, records the
+held-out mean p(right answer) the stop rule reads and the teacher-forced argmax accuracy at every evaluation,
+and saves a checkpoint at every evaluation from `--first` on. With `--evaluate`, each saved checkpoint then
+runs as the base of the preset recall-cpu (N 4; R-KV at budget 80 for bon and rescue) on all 200 test
+problems through `lm_eval`: full KV, evicted best-of-N and KV-Rescue, the helper and PRM given by `--helper`
+and `--prm` (default: the shipped ones). Writes one JSON.
+
+    ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1 \
+        python benchmarks/testbed_base_stop_rule.py --steps 1050 --first 650 --out /tmp/ck --evaluate 700,750,800,850,900 \
+        --helper DIR/helper --prm DIR/prm --json docs/results/testbed_base_stop_rule.json
+"""
+
+import argparse
+import dataclasses
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from transformers import Qwen2ForCausalLM
+
+from kvrescue_eval.model_adapters.testbed import train
+from kvrescue_eval.model_adapters.testbed.examples import lm_example
+from kvrescue_eval.model_adapters.testbed.specs import SPECS
+from kvrescue_eval.model_adapters.testbed.tokenizer import build_tokenizer, save_tokenizer
+from kvrescue_eval.tasks.kv_recall.generate import read_split
+from kvrescue_eval.tasks.kv_recall.words import CODES, END, KEYS, VALUES
+
+ARMS = {"full": "mode=full", "bon": "mode=bon,evictor=rkv,budget=80", "rescue": "mode=rescue,evictor=rkv,budget=80"}
+METRICS = ("pass_at_1", "degenerated", "base_tokens")
+
+
+def trajectory(steps: int, first: int, out: Path) -> list[dict]:
+    """The base's held-out scores at every evaluation (on train.py's 100 problems and on all 200)."""
+    torch.use_deterministic_algorithms(True)
+    tokenizer = build_tokenizer()
+    problems = read_split("train")
+    problems, test = problems[:-200], problems[-200:]
+    spec = dataclasses.replace(SPECS["base"], stop_at=2.0, steps=steps)
+    torch.set_num_threads(spec.threads)
+    torch.manual_seed(spec.seed)
+    model = Qwen2ForCausalLM(train.qwen2_config(spec, tokenizer))
+    rng, eviction, run_on = random.Random(spec.seed), random.Random(spec.seed + 1000), random.Random(spec.seed + 2000)
+    batches = train.batch_stream(lambda p: lm_example(tokenizer, p, rng, eviction=eviction, run_on=run_on),
+                                 problems, spec, rng)
+    held_out = [lm_example(tokenizer, p, None) for p in test]
+    word_ids = torch.tensor(tokenizer.convert_tokens_to_ids([" " + w for w in KEYS + VALUES + CODES + [END]]))
+    rows = []
+
+    def evaluate(m):
+        argmax_100, p_100 = train.lm_answer_scores(m, held_out[:100], word_ids)
+        argmax_200, p_200 = train.lm_answer_scores(m, held_out, word_ids)
+        step = spec.eval_every * (len(rows) + 1)
+        rows.append({"step": step, "held_out": p_100, "argmax": argmax_100, "held_out_200": p_200,
+                     "argmax_200": argmax_200})
+        if step >= first:
+            m.save_pretrained(out / f"base-{step}")
+            save_tokenizer(tokenizer, out / f"base-{step}")
+        return p_100
+
+    train.train_loop(model, spec, batches, train.lm_loss, print, evaluate)
+    return rows
+
+
+def run_arm(checkpoint: Path, model_args: str, output: Path) -> dict:
+    """One lm_eval run of the checkpoint as the base of recall-cpu, N 4: its aggregate METRICS."""
+    subprocess.run([sys.executable, "-m", "lm_eval", "--model", "kvrescue", "--model_args",
+                    f"preset=recall-cpu,seed=0,n=4,{model_args},base={checkpoint}", "--tasks", "kv_recall",
+                    "--device", "cpu", "--output_path", str(output)], check=True, capture_output=True)
+    (results,) = output.rglob("results_*.json")
+    measured = json.loads(results.read_text())["results"]["kv_recall"]
+    return {name: measured[f"{name},none"] for name in METRICS}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--first", type=int, default=650, help="first step whose checkpoint is saved")
+    parser.add_argument("--out", type=Path, required=True, help="folder of the checkpoints")
+    parser.add_argument("--evaluate", default="", help="comma-separated steps whose checkpoints lm_eval runs")
+    parser.add_argument("--helper", default="testbed:helper")
+    parser.add_argument("--prm", default="testbed:prm")
+    parser.add_argument("--json", type=Path, required=True)
+    args = parser.parse_args()
+    report = {"what": __doc__.splitlines()[0], "command": " ".join(sys.argv), "stop_at": SPECS["base"].stop_at,
+              "trajectory": trajectory(args.steps, args.first, args.out), "checkpoints": {}}
+    for step in filter(None, args.evaluate.split(",")):
+        roles = f"helper={args.helper},prm={args.prm}"
+        report["checkpoints"][step] = {arm: run_arm(args.out / f"base-{step}", f"{model_args},{roles}",
+                                                    args.out / "runs" / f"{step}-{arm}") for arm, model_args in ARMS.items()}
+    args.json.write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
