@@ -16,6 +16,7 @@ and `--prm` (default: the shipped ones). Writes one JSON.
 import argparse
 import dataclasses
 import json
+import os
 import random
 import subprocess
 import sys
@@ -87,6 +88,16 @@ def main():
     parser.add_argument("--prm", default="testbed:prm")
     parser.add_argument("--json", type=Path, required=True)
     args = parser.parse_args()
+    pinned = " ".join(f"{name}={value}" for name, value in train.PINNED_KERNELS.items())
+    if any(os.environ.get(name) != value for name, value in train.PINNED_KERNELS.items()):
+        parser.error(f"run it with {pinned} set, the kernels train.py restarts itself with (else its checkpoints "
+                     "are not the ones train.py would stop at)")
+    every = SPECS["base"].eval_every
+    saved = range(-(-args.first // every) * every, args.steps + 1, every)
+    wrong = [step for step in filter(None, args.evaluate.split(",")) if not step.isdigit() or int(step) not in saved]
+    if wrong:
+        parser.error(f"--evaluate {','.join(wrong)}: no such checkpoint; saved are the steps {saved.start} to "
+                     f"{saved[-1] if saved else saved.start} in steps of {every} (--first {args.first}, --steps {args.steps})")
     report = {"what": __doc__.splitlines()[0], "command": " ".join(sys.argv), "stop_at": SPECS["base"].stop_at,
               "trajectory": trajectory(args.steps, args.first, args.out), "checkpoints": {}}
     for step in filter(None, args.evaluate.split(",")):
