@@ -262,4 +262,7 @@ def test_the_pinned_bases_checkpoints_are_their_results_file():
     assert not [step for step, arms in checkpoints.items() if arms["full"]["pass_at_1"] >= 0.9 and recovery(arms) >= 0.8]
     rescues = [arms["rescue"]["pass_at_1"] for arms in checkpoints.values()]
     assert f"gives rescue anywhere from {min(rescues):.3f} to {max(rescues):.3f}" in doc
+    steps = [int(step) for step in checkpoints]
+    assert (f"stopped anywhere from {min(steps):,} to {max(steps):,} steps, gave rescue {min(rescues):.3f} to "
+            f"{max(rescues):.3f} and never full KV >= 0.90 with recovery >= 0.80") in doc
     assert f"same pinned helper and PRM gives rescue {measured['shipped_base']['rescue']['pass_at_1']:.3f}" in doc
