@@ -17,54 +17,42 @@ import argparse
 import dataclasses
 import json
 import os
-import random
 import subprocess
 import sys
 from pathlib import Path
 
 import torch
-from transformers import Qwen2ForCausalLM
 
 from kvrescue_eval.model_adapters.testbed import train
-from kvrescue_eval.model_adapters.testbed.examples import lm_example
 from kvrescue_eval.model_adapters.testbed.specs import SPECS
 from kvrescue_eval.model_adapters.testbed.tokenizer import build_tokenizer, save_tokenizer
 from kvrescue_eval.tasks.kv_recall.generate import read_split
-from kvrescue_eval.tasks.kv_recall.words import CODES, END, KEYS, VALUES
 
 ARMS = {"full": "mode=full", "bon": "mode=bon,evictor=rkv,budget=80", "rescue": "mode=rescue,evictor=rkv,budget=80"}
 METRICS = ("pass_at_1", "degenerated", "base_tokens")
 
 
 def trajectory(steps: int, first: int, out: Path) -> list[dict]:
-    """The base's held-out scores at every evaluation (on train.py's 100 problems and on all 200)."""
+    """The base's held-out scores at every evaluation (on train.py's 100 problems and on all 200), trained by
+    train.train_lm itself with the stop rule out of reach."""
     torch.use_deterministic_algorithms(True)
     tokenizer = build_tokenizer()
     problems = read_split("train")
-    problems, test = problems[:-200], problems[-200:]
     spec = dataclasses.replace(SPECS["base"], stop_at=2.0, steps=steps)
     torch.set_num_threads(spec.threads)
-    torch.manual_seed(spec.seed)
-    model = Qwen2ForCausalLM(train.qwen2_config(spec, tokenizer))
-    rng, eviction, run_on = random.Random(spec.seed), random.Random(spec.seed + 1000), random.Random(spec.seed + 2000)
-    batches = train.batch_stream(lambda p: lm_example(tokenizer, p, rng, eviction=eviction, run_on=run_on),
-                                 problems, spec, rng)
-    held_out = [lm_example(tokenizer, p, None) for p in test]
-    word_ids = torch.tensor(tokenizer.convert_tokens_to_ids([" " + w for w in KEYS + VALUES + CODES + [END]]))
     rows = []
 
-    def evaluate(m):
-        argmax_100, p_100 = train.lm_answer_scores(m, held_out[:100], word_ids)
-        argmax_200, p_200 = train.lm_answer_scores(m, held_out, word_ids)
+    def observe(model, held_out, word_ids):
+        argmax_100, p_100 = train.lm_answer_scores(model, held_out[:100], word_ids)
+        argmax_200, p_200 = train.lm_answer_scores(model, held_out, word_ids)
         step = spec.eval_every * (len(rows) + 1)
         rows.append({"step": step, "held_out": p_100, "argmax": argmax_100, "held_out_200": p_200,
                      "argmax_200": argmax_200})
         if step >= first:
-            m.save_pretrained(out / f"base-{step}")
+            model.save_pretrained(out / f"base-{step}")
             save_tokenizer(tokenizer, out / f"base-{step}")
-        return p_100
 
-    train.train_loop(model, spec, batches, train.lm_loss, print, evaluate)
+    train.train_lm("base", tokenizer, problems[:-200], problems[-200:], out, print, spec=spec, observe=observe)
     return rows
 
 
@@ -94,14 +82,15 @@ def main():
                      "are not the ones train.py would stop at)")
     every = SPECS["base"].eval_every
     saved = range(-(-args.first // every) * every, args.steps + 1, every)
-    wrong = [step for step in filter(None, args.evaluate.split(",")) if not step.isdigit() or int(step) not in saved]
+    evaluated = [step for step in args.evaluate.split(",") if step]
+    wrong = [step for step in evaluated if not step.isdigit() or int(step) not in saved]
     if wrong:
         parser.error(f"--evaluate {','.join(wrong)}: no such checkpoint; saved are the steps {saved.start} to "
                      f"{saved[-1] if saved else saved.start} in steps of {every} (--first {args.first}, --steps {args.steps})")
     report = {"what": __doc__.splitlines()[0], "command": " ".join(sys.argv), "stop_at": SPECS["base"].stop_at,
               "trajectory": trajectory(args.steps, args.first, args.out), "checkpoints": {}}
-    for step in filter(None, args.evaluate.split(",")):
-        roles = f"helper={args.helper},prm={args.prm}"
+    roles = f"helper={args.helper},prm={args.prm}"
+    for step in evaluated:
         report["checkpoints"][step] = {arm: run_arm(args.out / f"base-{step}", f"{model_args},{roles}",
                                                     args.out / "runs" / f"{step}-{arm}") for arm, model_args in ARMS.items()}
     args.json.write_text(json.dumps(report, indent=1) + "\n")

@@ -159,7 +159,9 @@ def prm_accuracy(model, examples):
     return right / len(examples)
 
 
-def train_lm(name, tokenizer, train, test, out, log, spec=None):
+def train_lm(name, tokenizer, train, test, out, log, spec=None, observe=None):
+    """With `observe`, it is called at every evaluation with the model, the held-out examples and the ids of
+    the answer words (benchmarks/testbed_base_stop_rule.py records and saves checkpoints with it)."""
     spec = spec or SPECS[name]
     torch.manual_seed(spec.seed)
     model = Qwen2ForCausalLM(qwen2_config(spec, tokenizer))
@@ -173,6 +175,8 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None):
     word_ids = torch.tensor(tokenizer.convert_tokens_to_ids([" " + w for w in KEYS + VALUES + CODES + [END]]))
 
     def right_answer_probability(m):
+        if observe:
+            observe(m, held_out, word_ids)
         return lm_answer_scores(m, held_out[:100], word_ids)[1]
 
     train_loop(model, spec, batches, lm_loss, log, right_answer_probability)
