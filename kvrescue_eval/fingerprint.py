@@ -45,6 +45,12 @@ def file_sha256(path: Path, remembered: dict) -> str:
     return remembered[stamp]
 
 
+def json_sha256(value, digits: int = 64) -> str:
+    """The first `digits` hex digits of the SHA-256 of `value` as JSON with sorted keys: the one content hash
+    of journal identities, request keys and model folders (their stored values depend on its bytes)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()[:digits]
+
+
 def folder_fingerprint(folder) -> dict:
     """{"sha256": hash over all files, "files": {relative path: sha256}} of a model folder or file."""
     folder = Path(folder)
@@ -58,8 +64,7 @@ def folder_fingerprint(folder) -> dict:
     hashes = {(p.name if p == folder else p.relative_to(folder).as_posix()): file_sha256(p, remembered) for p in files}
     if len(remembered) != before:
         _write_remembered(remembered)
-    total = hashlib.sha256(json.dumps(hashes, sort_keys=True).encode("utf-8")).hexdigest()
-    return {"sha256": total, "files": hashes}
+    return {"sha256": json_sha256(hashes), "files": hashes}
 
 
 def _read_remembered() -> dict:

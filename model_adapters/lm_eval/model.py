@@ -16,7 +16,6 @@ It behaves like lm-eval's own models where it can:
 Steps end at "\\n\\n", a problem at EOS, `max_steps`, `max_context`, `max_gen_toks` or an `until` string.
 """
 
-import hashlib
 import json
 import logging
 from collections import Counter
@@ -26,6 +25,7 @@ from lm_eval.api.model import LM
 
 from kvrescue_eval.engine.retry import POLICY_METHODS, SCORER_METHODS, Faults, RetryingRun
 from kvrescue_eval.engine.engine import Engine
+from kvrescue_eval.fingerprint import json_sha256
 from kvrescue_eval.environment import UnsupportedEnvironment, require_supported_versions
 from kvrescue_eval.journal import JournalError
 from kvrescue_eval.candidate_records import compact
@@ -189,7 +189,7 @@ class KVRescueLM(LM):
     def _open_journal(self, problems):
         from .run_journal import open_journal
 
-        requests_fingerprint = hashlib.sha256(json.dumps([p.key for p in problems]).encode("utf-8")).hexdigest()
+        requests_fingerprint = json_sha256([p.key for p in problems])
         return open_journal(self.args, str(self._device), requests_fingerprint, rank=self.rank,
                             world_size=self.world_size)
 
@@ -247,7 +247,7 @@ class KVRescueLM(LM):
 
 def journal_key(problem, generation) -> tuple:
     """A journal entry's key: the problem's (its prompt and repeat) and what it was generated with."""
-    settings = hashlib.sha256(json.dumps(generation.key()).encode("utf-8")).hexdigest()[:12]
+    settings = json_sha256(generation.key(), 12)
     return (*problem.key, settings)
 
 

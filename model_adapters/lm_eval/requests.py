@@ -15,11 +15,11 @@ the samples' `arguments` show it):
   show it (`show_model_input`).
 """
 
-import hashlib
 import json
 from collections import Counter
 
 from kvrescue_eval.engine.engine import Problem
+from kvrescue_eval.fingerprint import json_sha256
 
 from ..prompts import CONTINUE, PLAIN_TEXT
 
@@ -55,7 +55,7 @@ def problems_of(requests, generations) -> list[Problem]:
     problems = []
     for request, generation in zip(requests, generations):
         conversation = conversation_of(request)
-        prompt_id = hashlib.sha256(json.dumps(conversation, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+        prompt_id = json_sha256(conversation, 16)
         problems.append(Problem((prompt_id, seen[prompt_id]), conversation, generation.max_new_tokens,
                                 generation.stop, generation.sampling))
         seen[prompt_id] += 1

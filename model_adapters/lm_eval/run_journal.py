@@ -27,7 +27,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from kvrescue_eval.fingerprint import folder_fingerprint
+from kvrescue_eval.fingerprint import folder_fingerprint, json_sha256
 from kvrescue_eval.journal import Journal, check_path
 
 from ..backends import journal_identity
@@ -116,7 +116,7 @@ def source_fingerprint(core: Path | None = None, adapters: Path | None = None) -
 
 
 def identity_hash(value: dict) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+    return json_sha256(value, 16)
 
 
 def check_journal(args: Settings) -> None:

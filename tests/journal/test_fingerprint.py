@@ -60,3 +60,11 @@ def test_hub_cache_blobs_are_named_by_their_sha256_and_not_read(tmp_path, monkey
 def test_a_missing_folder_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="nonexistent"):
         folder_fingerprint(tmp_path / "nonexistent")
+
+
+def test_json_sha256_hashes_the_sorted_json_text_keys_in_any_order():
+    """Journals written before keep their keys only if these are the bytes hashed: json.dumps's default
+    separators, keys sorted (sha256sum of the literal text, computed by hand)."""
+    text_sha256 = "78ebeaf16648b52fc518415bb39b050b83fb3944e65612a126741e55ba9904a4"  # '{"a": 2, "b": [1, "x"]}'
+    assert fingerprint.json_sha256({"b": [1, "x"], "a": 2}) == text_sha256
+    assert fingerprint.json_sha256({"a": 2, "b": [1, "x"]}, 16) == text_sha256[:16]
