@@ -3,10 +3,13 @@
 For every test problem (never trained on) and every place of its answer, after the right steps before it,
 the PRM scores the right step and wrong ones; a pair is ranked right when the right step scores higher
 (a tie counts as wrong). The PRM is loaded and called as the engine does (`qwen-prm`, the same scorer as
-for Qwen2.5-Math-PRM). Two groups of wrong steps, reported apart:
+for Qwen2.5-Math-PRM). Three groups of wrong steps, reported apart:
 
-- seen: `WRONG` drawn by `examples.wrong_step`, the kinds the PRM is trained on (fixed seed), per kind
-  of step (recall, code, end);
+- seen: `WRONG` drawn by `examples.wrong_step` without its one-word edits (`edits=0`), the kinds every
+  testbed PRM is trained on (fixed seed), per kind of step (recall, code, end);
+- edited: one `examples.edited` step per recall and END place, the right step with one word replaced,
+  inserted or deleted: among the training negatives of a PRM trained since the edits (`examples.EDITED`),
+  not of the shipped one;
 - unseen, never among its training negatives: the helper's own wrong codes (its greedy code for each value
   of its gap, `helper_slips`) and the base's run-ons (soup and loop, as the step cap cuts them).
 
@@ -25,7 +28,7 @@ from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, EQUALS, VALUES
 
 from kvrescue_eval.model_adapters.settings.presets import PRESETS
 from kvrescue_eval.model_adapters.testbed import weights_dir
-from kvrescue_eval.model_adapters.testbed.examples import expected_step, step_text, wrong_step
+from kvrescue_eval.model_adapters.testbed.examples import edited, expected_step, step_text, wrong_step
 from kvrescue_eval.model_adapters.testbed.run_on import run_on_words
 
 
@@ -44,6 +47,7 @@ def loop(rng):
 
 WRONG = 3
 HELPER_SLIP = "unseen: the helper's slip"
+ONE_WORD_EDIT = "edited: one word of a recall or END step"
 RUN_ON_SOUP, RUN_ON_LOOP = "unseen: run-on, soup", "unseen: run-on, loop"
 RUN_ON_STEP = PRESETS["recall-cpu"]["max_step_tokens"]  # a run-on as the step cap cuts it
 
@@ -51,15 +55,18 @@ RUN_ON_STEP = PRESETS["recall-cpu"]["max_step_tokens"]  # a run-on as the step c
 def pairs_to_rank(problems, seed=0, helper_slips=()):
     """(kind, request) with candidates [right, wrong] for every place of every problem. `helper_slips`: value ->
     the code word the helper writes for it where that is wrong (helper_slips())."""
-    rng, unseen = random.Random(seed), random.Random(seed + 1)  # the unseen kinds do not shift the seen ones' draws
+    # each group draws from its own stream, so that adding one leaves the others' pairs as they were
+    rng, unseen, edits = random.Random(seed), random.Random(seed + 1), random.Random(seed + 2)
     for i, problem in enumerate(problems):
         steps = problem["steps"]
         for k in range(len(steps)):
             right = expected_step(problem, steps[:k])
             assert right == steps[k], (problem["id"], k)
             kind = step_kind(k, len(steps))
-            wrongs = {w for w in (wrong_step(rng, problem, steps[:k]) for _ in range(WRONG)) if w != right}
+            wrongs = {w for w in (wrong_step(rng, problem, steps[:k], edits=0) for _ in range(WRONG)) if w != right}
             labelled = [(f"seen: {kind}", w) for w in sorted(wrongs)]
+            if kind != "code":
+                labelled.append((ONE_WORD_EDIT, edited(edits, right)))
             if kind == "code":
                 value = right.split()[0]
                 if value in helper_slips:

@@ -93,17 +93,24 @@ def expected_step(problem, steps):
     return code_of(written if written in VALUES else pairs[k // 2][1])
 
 
-def wrong_step(rng, problem, steps):
-    """A wrong next step, the PRM's negatives: an empty or garbled step; at a recall step another value of
-    the table (a wrong-row recall), a value not in it, the end mark early, another key, a code step; at a code
-    step the code of the next value in `VALUES` (the slip of the previous testbed's helper, whose gap was that
-    rule), another code, another value coded by the rule or given the right value's code."""
+EDITED = 0.3  # share of the wrong recall and END steps that are the right one with one word edited
+
+
+def wrong_step(rng, problem, steps, edits=EDITED):
+    """A wrong next step, the PRM's negatives: at a recall or END step a share `edits` of them the right step
+    with one word edited (`edited`; with `edits` 0 the draws are those of the recipe before edits); else an
+    empty or garbled step; at a recall step another value of the table (a wrong-row recall), a value not in
+    it, the end mark early, another key, a code step; at a code step the code of the next value in `VALUES`
+    (the slip of the previous testbed's helper, whose gap was that rule), another code, another value coded
+    by the rule or given the right value's code."""
     pairs = pairs_of(problem)
     listed = [v for _, v in pairs]
     right = expected_step(problem, steps)
     kind, roll = step_kind(len(steps), 2 * len(pairs) + 1), rng.random()
     if not right:
         return rng.choice([garbled(rng), step(KEYS[min(len(pairs) + 1, len(KEYS) - 1)], rng.choice(VALUES))])
+    if kind != CODE_STEP and edits and rng.random() < edits:
+        return edited(rng, right)
     if roll < 0.1:
         return ""
     if roll < 0.2:
@@ -137,9 +144,29 @@ def wrong_step(rng, problem, steps):
     return f"{value} {ARROW} {CODE[value]}"  # a code step where a recall belongs
 
 
+WORDS = KEYS + VALUES + CODES + [EQUALS, ARROW, END]
+
+
 def garbled(rng):
-    words = KEYS + VALUES + CODES + [EQUALS, ARROW, END]
-    return " ".join(rng.choice(words) for _ in range(rng.randint(1, 5)))
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 5)))
+
+
+def edited(rng, right):
+    """The step `right` with one edit of any word of the task's vocabulary: a word replaced (3 in 5), one
+    inserted (1 in 5) or one deleted; never `right` itself. Generic: it singles out no model's errors, and
+    it teaches what the other negatives leave open (the row number must be the right one, one value and
+    nothing after it)."""
+    words = right.split()
+    while True:
+        edit, roll = list(words), rng.random()
+        if roll < 0.6:
+            edit[rng.randrange(len(edit))] = rng.choice(WORDS)
+        elif roll < 0.8:
+            edit.insert(rng.randrange(len(edit) + 1), rng.choice(WORDS))
+        else:
+            del edit[rng.randrange(len(edit))]
+        if edit != words:
+            return " ".join(edit)
 
 
 def committed_prefix(rng, problem, cut, slip):

@@ -68,7 +68,7 @@ def pad(rows, value):
 
 def train_loop(model, spec, batches, loss_fn, log, evaluate=None):
     """AdamW, linear warmup then constant rate, gradient clipping; stops early once `evaluate` (held-out,
-    deterministic) reaches `spec.stop_at`."""
+    deterministic; it returns the score it logs and whether the spec's stop rule is met) says so."""
     trained = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trained, lr=spec.lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / spec.warmup))
@@ -83,10 +83,10 @@ def train_loop(model, spec, batches, loss_fn, log, evaluate=None):
         schedule.step()
         if evaluate and (step + 1) % spec.eval_every == 0:
             model.eval()
-            score = evaluate(model)
+            score, reached = evaluate(model)
             model.train()
             log(f"step {step + 1} loss {loss.item():.4f} held-out {score:.4f} {time.time() - start:.0f}s")
-            if score >= spec.stop_at:
+            if reached:
                 break
     model.eval()
 
@@ -177,7 +177,8 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None, observe=None):
     def right_answer_probability(m):
         if observe:
             observe(m, held_out, word_ids)
-        return lm_answer_scores(m, held_out[:100], word_ids)[1]
+        argmax, probability = lm_answer_scores(m, held_out[:100], word_ids)
+        return probability, probability >= spec.stop_at and argmax >= spec.stop_argmax
 
     train_loop(model, spec, batches, lm_loss, log, right_answer_probability)
     accuracy, probability = lm_answer_scores(model, held_out, word_ids)
@@ -215,7 +216,7 @@ def train_prm(tokenizer, train, test, out, log, spec=None, start=None, name="prm
         if score > best[0]:
             best[0] = score
             save_prm(m, config, tokenizer, out / name)
-        return score
+        return score, score >= spec.stop_at
 
     train_loop(model, spec, batches, prm_loss, log, evaluate)
     if best[0] < 0:  # a run shorter than one evaluation period

@@ -47,6 +47,18 @@ def test_two_runs_give_bit_identical_weights(tmp_path, name):
     assert (tmp_path / "c" / name / "model.safetensors").read_bytes() != runs[0]  # the seed matters
 
 
+@pytest.mark.parametrize("stop_argmax, evaluations", [(0.0, 1), (1.01, 4)])
+def test_a_language_model_stops_once_both_its_held_out_scores_reach_the_specs(tmp_path, stop_argmax, evaluations):
+    """Mean p(right answer) >= stop_at (0: met at once) and teacher-forced argmax accuracy >= stop_argmax
+    (above 1: never met): it stops at the first evaluation meeting both, else trains every step."""
+    tokenizer, problems, seen = build_tokenizer(), read_split("train")[:16], []
+    spec = dataclasses.replace(train.SPECS["base"], hidden=16, intermediate=32, layers=1, steps=4, batch=4,
+                               eval_every=1, stop_at=0.0, stop_argmax=stop_argmax)
+    train.train_lm("base", tokenizer, problems, problems[:2], tmp_path, lambda m: None, spec=spec,
+                   observe=lambda *_: seen.append(1))
+    assert len(seen) == evaluations
+
+
 SHORT_BASE_RUN = """
 import dataclasses, sys
 from pathlib import Path
