@@ -154,8 +154,8 @@ def garbled(rng):
 def edited(rng, right):
     """The step `right` with one edit of any word of the task's vocabulary: a word replaced (3 in 5), one
     inserted (1 in 5) or one deleted; never `right` itself. Generic: it singles out no model's errors, and
-    it teaches what the other negatives leave open (the row number must be the right one, one value and
-    nothing after it)."""
+    it covers malformed steps the other negatives leave out (a word too many or too few, a number for the
+    value), which the evicted base writes."""
     words = right.split()
     while True:
         edit, roll = list(words), rng.random()
