@@ -16,8 +16,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from testbed_base_stop_rule import ARMS, run_arm  # noqa: E402  (a sibling script, not a package)
+from testbed_base_stop_rule import ARMS, run_arm
 
 
 def steps_of(text: str) -> list[int]:
