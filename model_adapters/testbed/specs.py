@@ -27,7 +27,7 @@ class Spec:
     seed: int = 0
     warmup: int = 100
     stop_at: float = 1.0  # stop once the held-out score (LM: mean p(right answer); PRM: accuracy) reaches it
-    stop_argmax: float = 0.0  # LM only: ... and its teacher-forced argmax accuracy on held-out words reaches this
+    stop_argmax: float = 0.0  # LM only: stop_at counts once the held-out teacher-forced argmax accuracy reaches this
     eval_every: int = 100
     threads: int = 1  # torch threads: the shipped weights are bit-identical only with the same count
     init_from: str | None = None  # PRM only: the spec of the language model its decoder starts from
