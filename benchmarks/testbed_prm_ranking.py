@@ -7,6 +7,9 @@ for Qwen2.5-Math-PRM). Three groups of wrong steps, reported apart:
 
 - seen: `WRONG` drawn by `examples.wrong_step` without its one-word edits (`edits=0`), the kinds every
   testbed PRM is trained on (fixed seed), per kind of step (recall, code, end);
+- another row's number: one per recall and END place, the right step under another row's number drawn
+  uniformly (a kind `examples.wrong_step` draws, rare at late rows), reported per row, where a PRM can rank
+  early rows and miss late ones;
 - edited: one `examples.edited` step per recall and END place, the right step with one word replaced,
   inserted or deleted: among the training negatives of a PRM trained since the edits (`examples.EDITED`),
   not of the shipped one;
@@ -24,7 +27,7 @@ from pathlib import Path
 
 from kvrescue_eval.engine.scoring import ScoreRequest
 from kvrescue_eval.tasks.kv_recall.generate import read_split, step_kind
-from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, EQUALS, VALUES
+from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, EQUALS, KEYS, VALUES
 
 from kvrescue_eval.model_adapters.settings.presets import PRESETS
 from kvrescue_eval.model_adapters.testbed import weights_dir
@@ -48,6 +51,7 @@ def loop(rng):
 WRONG = 3
 HELPER_SLIP = "unseen: the helper's slip"
 ONE_WORD_EDIT = "edited: one word of a recall or END step"
+ROW_NUMBER = "seen: another row's number, row {}"
 RUN_ON_SOUP, RUN_ON_LOOP = "unseen: run-on, soup", "unseen: run-on, loop"
 RUN_ON_STEP = PRESETS["recall-cpu"]["max_step_tokens"]  # a run-on as the step cap cuts it
 
@@ -56,7 +60,7 @@ def pairs_to_rank(problems, seed=0, helper_slips=()):
     """(kind, request) with candidates [right, wrong] for every place of every problem. `helper_slips`: value ->
     the code word the helper writes for it where that is wrong (helper_slips())."""
     # each group draws from its own stream, so that adding one leaves the others' pairs as they were
-    rng, unseen, edits = random.Random(seed), random.Random(seed + 1), random.Random(seed + 2)
+    rng, unseen, edits, rows = (random.Random(seed + offset) for offset in range(4))
     for i, problem in enumerate(problems):
         steps = problem["steps"]
         for k in range(len(steps)):
@@ -67,6 +71,9 @@ def pairs_to_rank(problems, seed=0, helper_slips=()):
             labelled = [(f"seen: {kind}", w) for w in sorted(wrongs)]
             if kind != "code":
                 labelled.append((ONE_WORD_EDIT, edited(edits, right)))
+                key, value = right.split(f" {EQUALS} ")
+                other = rows.choice([k for k in KEYS if k != key])
+                labelled.append((ROW_NUMBER.format(key), f"{other} {EQUALS} {value}"))
             if kind == "code":
                 value = right.split()[0]
                 if value in helper_slips:

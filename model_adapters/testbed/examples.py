@@ -7,6 +7,8 @@ what the base needs: the step before is in the newest slots, which every evictor
 gone.
 """
 
+from collections import Counter
+
 from kvrescue_eval.tasks.kv_recall.generate import (CODE_STEP, END_STEP, RECALL, STEP_PREFIX, answer_steps,
                                                     pairs_of, step, step_kind)
 from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, CODES, END, EQUALS, KEYS, VALUES
@@ -98,7 +100,8 @@ EDITED = 0.3  # share of the wrong recall and END steps that are the right one w
 
 def wrong_step(rng, problem, steps, edits=EDITED):
     """A wrong next step, the PRM's negatives: at a recall or END step a share `edits` of them the right step
-    with one word edited (`edited`; with `edits` 0 the draws are those of the recipe before edits); else an
+    with one word edited (`edited`, a replacing word of the replaced one's kind; with `edits` 0 the draws are
+    those of the recipe before edits); else an
     empty or garbled step; at a recall step another value of the table (a wrong-row recall), a value not in
     it, the end mark early, another key, a code step; at a code step the code of the next value in `VALUES`
     (the slip of the previous testbed's helper, whose gap was that rule), another code, another value coded
@@ -110,7 +113,7 @@ def wrong_step(rng, problem, steps, edits=EDITED):
     if not right:
         return rng.choice([garbled(rng), step(KEYS[min(len(pairs) + 1, len(KEYS) - 1)], rng.choice(VALUES))])
     if kind != CODE_STEP and edits and rng.random() < edits:
-        return edited(rng, right)
+        return edited(rng, right, same_kind=True)
     if roll < 0.1:
         return ""
     if roll < 0.2:
@@ -151,16 +154,21 @@ def garbled(rng):
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 5)))
 
 
-def edited(rng, right):
-    """The step `right` with one edit of any word of the task's vocabulary: a word replaced (3 in 5), one
-    inserted (1 in 5) or one deleted; never `right` itself. Generic: it singles out no model's errors, and
-    it covers malformed steps the other negatives leave out (a word too many or too few, a number for the
-    value), which the evicted base writes."""
+KINDS = (KEYS, VALUES + [END], CODES, [EQUALS, ARROW])  # what may stand in a word's place
+
+
+def edited(rng, right, same_kind=False):
+    """The step `right` with one edit: a word replaced (3 in 5), one inserted (1 in 5) or one deleted; never
+    `right` itself. The words come from the task's whole vocabulary, a replacing one with `same_kind` from
+    the replaced word's kind (`KINDS`: a row number for a row number, a value or the end mark for a value).
+    Generic: it singles out no model's errors, and it covers malformed steps the other negatives leave out
+    (a word too many or too few, a number for the value), which the evicted base writes."""
     words = right.split()
     while True:
         edit, roll = list(words), rng.random()
         if roll < 0.6:
-            edit[rng.randrange(len(edit))] = rng.choice(WORDS)
+            place = rng.randrange(len(edit))
+            edit[place] = rng.choice(next(kind for kind in KINDS if edit[place] in kind) if same_kind else WORDS)
         elif roll < 0.8:
             edit.insert(rng.randrange(len(edit) + 1), rng.choice(WORDS))
         else:
@@ -185,14 +193,35 @@ def step_text(text):
     return STEP_PREFIX + text if text else ""
 
 
-def prm_example(tokenizer, problem, rng, slip=0.3):
+CODE_CANDIDATES = 0.75  # share of the PRM's candidates at code steps: the rule is the check learned last
+
+
+def place_weights(problems):
+    """The weight of each place of an answer (the index of the candidate step, the place past the END step
+    included) as the PRM's training draws it: 1 / the share of `problems` whose answers reach it. Within an
+    answer, late places (rows only the longer answers reach) are drawn more often than early ones; over the
+    training set they stay rarer (row 8's recall or END step: 1.5% of the candidates against 1.2% drawn
+    uniformly within each answer; row 1's: 2.7% against 3.6%)."""
+    lengths = Counter(len(problem["steps"]) for problem in problems)
+    return [len(problems) / sum(n for length, n in lengths.items() if length >= place)
+            for place in range(max(lengths) + 1)]
+
+
+def candidate_place(rng, count, weights):
+    """The place of the PRM's candidate in an answer of `count` steps: a code step with probability
+    `CODE_CANDIDATES`, else a recall or END step or the place past the END step; drawn with `weights`."""
+    places = list(range(1, count, 2)) if rng.random() < CODE_CANDIDATES else [*range(0, count, 2), count]
+    return rng.choices(places, weights=[weights[place] for place in places])[0]
+
+
+def prm_example(tokenizer, problem, rng, weights, slip=0.3):
     """A committed prefix, then two candidate steps: the right one and a wrong one, as two rows (ids,
     targets, position of the candidate's tag). Targets: each step's label at its tag, and at every word of
-    the answer whether it is the word expected there. Half the candidates are code steps (the rule is the
-    check learned last), and a share `slip` of the committed steps is wrong (more wrong words to learn from)."""
-    count = len(problem["steps"])
-    cut = 2 * rng.randrange(count // 2) + 1 if rng.random() < 0.5 else rng.randrange(count + 1)
-    steps = committed_prefix(rng, problem, cut, slip)
+    the answer whether it is the word expected there. A share `CODE_CANDIDATES` of the candidates are code
+    steps, the others recall or END steps or the place past the END step; the place is drawn with
+    `weights` (`place_weights`), and a share `slip` of the committed steps is wrong (more wrong words to
+    learn from)."""
+    steps = committed_prefix(rng, problem, candidate_place(rng, len(problem["steps"]), weights), slip)
     right = expected_step(problem, steps)
     wrong = right
     while wrong == right:

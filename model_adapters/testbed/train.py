@@ -33,7 +33,7 @@ from kvrescue_eval.tasks.kv_recall.generate import read_split
 from kvrescue_eval.tasks.kv_recall.words import CODES, END, KEYS, VALUES
 
 from . import MODELS, WEIGHTS_DIR
-from .examples import lm_example, prm_example
+from .examples import lm_example, place_weights, prm_example
 from .simulated_eviction import visibility_mask
 from .specs import SPECS, UNLEARNED
 from .tokenizer import STEP_TAG, build_tokenizer, save_tokenizer
@@ -206,9 +206,10 @@ def train_prm(tokenizer, train, test, out, log, spec=None, start=None, name="prm
     for module in [model.model.embed_tokens, *model.model.layers[:spec.frozen_layers]]:
         module.requires_grad_(False)
     rng = random.Random(spec.seed)
-    batches = batch_stream(lambda p: prm_example(tokenizer, p, rng), train, spec, rng)
+    weights = place_weights(train)
+    batches = batch_stream(lambda p: prm_example(tokenizer, p, rng, weights), train, spec, rng)
     check = random.Random(99)
-    held_out = [prm_example(tokenizer, p, check) for p in test]
+    held_out = [prm_example(tokenizer, p, check, weights) for p in test]
     best = [-1.0]
 
     def evaluate(m):  # the best held-out model so far is the one saved

@@ -1,9 +1,13 @@
-"""The testbed PRM's negatives (examples.wrong_step, examples.edited), by their definitions."""
+"""The testbed PRM's negatives (examples.wrong_step, examples.edited) and where its candidates stand
+(examples.candidate_place), by their definitions."""
 
 import random
+from collections import Counter
 
-from kvrescue_eval.model_adapters.testbed.examples import EDITED, edited, expected_step, wrong_step
+from kvrescue_eval.model_adapters.testbed.examples import (CODE_CANDIDATES, EDITED, candidate_place, edited,
+                                                           expected_step, place_weights, wrong_step)
 from kvrescue_eval.tasks.kv_recall.generate import read_split
+from kvrescue_eval.tasks.kv_recall.words import ARROW, END, EQUALS, KEYS, VALUES
 
 
 def one_word_edit(right: list[str], wrong: list[str]) -> str | None:
@@ -44,3 +48,34 @@ def test_edits_are_a_share_of_the_recall_and_end_negatives_and_none_of_the_code_
                 inserted[kind] += one_word_edit(right.split(), wrong.split()) == "inserted"
     assert inserted["code"] == 0
     assert abs(inserted["recall"] / drawn["recall"] - EDITED / 5) < 0.02
+
+
+def test_a_same_kind_edit_puts_a_row_number_for_a_row_number_and_a_value_for_a_value():
+    right, rng = ["3", EQUALS, "pine"], random.Random(2)
+    kinds = [set(KEYS), {EQUALS, ARROW}, set(VALUES) | {END}]
+    replaced_at = set()
+    for _ in range(300):
+        wrong = edited(rng, " ".join(right), same_kind=True).split()
+        if one_word_edit(right, wrong) == "replaced":
+            (place,) = [i for i in range(3) if wrong[i] != right[i]]
+            assert wrong[place] in kinds[place], wrong
+            replaced_at.add(place)
+    assert replaced_at == {0, 1, 2}
+
+
+def test_a_place_weighs_one_over_the_share_of_answers_that_reach_it():
+    problems = [{"steps": ["s"] * length} for length in (9, 9, 11, 13)]
+    assert place_weights(problems) == [1.0] * 10 + [2.0, 2.0] + [4.0, 4.0]
+
+
+def test_candidate_places_are_code_steps_at_their_share_else_recall_end_or_past_end_drawn_by_weight():
+    """With the weights above, an answer of 13 steps: its non-code places 0, 2, ..., 8 weigh 1, 10 weighs 2,
+    12 (the END step) and 13 (past it) weigh 4: a sum of 15, so place 12 is drawn with probability
+    (1 - CODE_CANDIDATES) * 4 / 15."""
+    weights = place_weights([{"steps": ["s"] * length} for length in (9, 9, 11, 13)])
+    rng, draws = random.Random(3), 40_000
+    places = Counter(candidate_place(rng, 13, weights) for _ in range(draws))
+    assert set(places) == set(range(14))
+    assert abs(sum(n for place, n in places.items() if place % 2 and place < 13) / draws - CODE_CANDIDATES) < 0.01
+    assert abs(places[12] / draws - (1 - CODE_CANDIDATES) * 4 / 15) < 0.006
+    assert abs(places[0] / draws - (1 - CODE_CANDIDATES) / 15) < 0.004
