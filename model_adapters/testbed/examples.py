@@ -166,9 +166,11 @@ def edited(rng, right, same_kind=False):
     words = right.split()
     while True:
         edit, roll = list(words), rng.random()
-        if roll < 0.6:
+        if roll < 0.6 and same_kind:
             place = rng.randrange(len(edit))
-            edit[place] = rng.choice(next(kind for kind in KINDS if edit[place] in kind) if same_kind else WORDS)
+            edit[place] = rng.choice(next(kind for kind in KINDS if edit[place] in kind))
+        elif roll < 0.6:
+            edit[rng.randrange(len(edit))] = rng.choice(WORDS)  # the word is drawn first, then its place
         elif roll < 0.8:
             edit.insert(rng.randrange(len(edit) + 1), rng.choice(WORDS))
         else:
