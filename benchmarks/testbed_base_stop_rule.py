@@ -61,7 +61,7 @@ def run_arm(checkpoint: Path, model_args: str, output: Path) -> dict:
     subprocess.run([sys.executable, "-m", "lm_eval", "--model", "kvrescue", "--model_args",
                     f"preset=recall-cpu,seed=0,n=4,{model_args},base={checkpoint}", "--tasks", "kv_recall",
                     "--device", "cpu", "--output_path", str(output)], check=True, capture_output=True)
-    (results,) = output.rglob("results_*.json")
+    results = max(output.rglob("results_*.json"), key=lambda path: path.stat().st_mtime)  # this run's, on a rerun
     measured = json.loads(results.read_text())["results"]["kv_recall"]
     return {name: measured[f"{name},none"] for name in METRICS}
 
