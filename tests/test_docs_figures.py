@@ -188,6 +188,7 @@ def prm_ranking(results_file):
     short = {"seen: recall": "recall", "seen: code": "code", "seen: end": "end", "unseen: run-on, soup": "soup",
              "unseen: run-on, loop": "loop", "unseen: the helper's slip": "slips",
              "edited: one word of a recall or END step": "edited"}
+    short |= {f"seen: another row's number, row {row}": f"row {row}" for row in range(1, 10)}
     return {short[label]: f"{kind['ranked_right']:.3f}" for label, kind in ranking.items()}
 
 
