@@ -302,3 +302,15 @@ def test_the_prm_with_edits_figures_are_their_results_files():
     full, bon, rescue = (with_edits["850"][arm]["pass_at_1"] for arm in ("full", "bon", "rescue"))
     assert (f"full KV {full:.3f}, bon {bon:.3f} and rescue {rescue:.3f} make a recovery of "
             f"{recovery(with_edits['850']):.3f}") in doc
+
+
+def test_the_row_number_ranking_per_row_is_its_results_files():
+    """docs/testbed.md's table of another row's number, per row: each PRM's column is its ranking results file."""
+    files = {"shipped PRM": "testbed_prm.json", "pinned PRM": "testbed_prm_pinned.json",
+             "PRM with edits": "testbed_prm_edits.json"}
+    ranked = {column: prm_ranking(name) for column, name in files.items()}
+    rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "row", "pairs", *files)
+    assert [row["row"] for row in rows] == [str(row) for row in range(1, 10)]
+    for row in rows:
+        for column in files:
+            assert row[column] == ranked[column][f"row {row['row']}"], (row, column)
