@@ -314,3 +314,38 @@ def test_the_row_number_ranking_per_row_is_its_results_files():
     for row in rows:
         for column in files:
             assert row[column] == ranked[column][f"row {row['row']}"], (row, column)
+
+
+def test_the_unpinned_recipe_seeds_rescue_is_its_results_file():
+    """docs/testbed.md's rescue per base checkpoint with the two unpinned PRMs of the recipe since e93df2d
+    quotes docs/results/testbed_prm_kinds_unpinned.json; recovery at 850 steps by its definition."""
+    import json
+
+    runs = json.loads((REPO / "docs" / "results" / "testbed_prm_kinds_unpinned.json").read_text())["runs"]
+    rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "step", "rescue, PRM seed 4", "rescue, PRM seed 5")
+    steps = sorted(runs["seed4"], key=int)
+    assert [tuple(row.values()) for row in rows] == [
+        (f"{int(step):,}", f"{runs['seed4'][step]['rescue']['pass_at_1']:.3f}",
+         f"{runs['seed5'][step]['rescue']['pass_at_1']:.3f}") for step in steps]
+    at_850 = json.loads((REPO / "docs" / "results" / "testbed_prm_per_checkpoint.json").read_text())["runs"]["edits"]["850"]
+    full, bon = at_850["full"]["pass_at_1"], at_850["bon"]["pass_at_1"]
+    assert f"with full KV {full:.3f} and bon {bon:.3f}" in text("testbed.md")
+    recoveries = [(runs[seed]["850"]["rescue"]["pass_at_1"] - bon) / (full - bon) for seed in ("seed4", "seed5")]
+    assert f"that is a recovery of {recoveries[0]:.3f} and {recoveries[1]:.3f}" in text("testbed.md")
+    rescues = [arms["rescue"]["pass_at_1"] for seed in runs.values() for arms in seed.values()]
+    assert f"the spread across checkpoints is {min(rescues):.3f} to {max(rescues):.3f}" in text("testbed.md")
+
+
+def test_the_pinned_recipe_runs_best_model_so_far_is_its_results_file():
+    """docs/testbed.md quotes the rescue of the unfinished pinned run's best model (1,100 steps) from
+    docs/results/testbed_prm_kinds_pinned_1100.json; recovery by its definition, bon and full KV at 850."""
+    import json
+
+    results = REPO / "docs" / "results"
+    runs = json.loads((results / "testbed_prm_kinds_pinned_1100.json").read_text())["runs"]["pinned-kinds-1100"]
+    at_850 = json.loads((results / "testbed_prm_per_checkpoint.json").read_text())["runs"]["edits"]["850"]
+    full, bon = at_850["full"]["pass_at_1"], at_850["bon"]["pass_at_1"]
+    rescues = [arms["rescue"]["pass_at_1"] for arms in runs.values()]
+    rescue = runs["850"]["rescue"]["pass_at_1"]
+    assert (f"gave rescue {min(rescues):.3f} to {max(rescues):.3f}, {rescue:.3f} at 850 steps, a recovery of "
+            f"{(rescue - bon) / (full - bon):.3f}") in text("testbed.md")
