@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from kvrescue_eval.engine.scoring import ScoreRequest
-from kvrescue_eval.tasks.kv_recall.generate import read_split, step_kind
+from kvrescue_eval.tasks.kv_recall.generate import read_split, step, step_kind
 from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, EQUALS, KEYS, VALUES
 
 from kvrescue_eval.model_adapters.settings.presets import PRESETS
@@ -69,17 +69,16 @@ def pairs_to_rank(problems, seed=0, helper_slips=()):
             kind = step_kind(k, len(steps))
             wrongs = {w for w in (wrong_step(rng, problem, steps[:k], edits=0) for _ in range(WRONG)) if w != right}
             labelled = [(f"seen: {kind}", w) for w in sorted(wrongs)]
-            if kind != "code":
-                labelled.append((ONE_WORD_EDIT, edited(edits, right)))
-                key, value = right.split(f" {EQUALS} ")
-                other = rows.choice([k for k in KEYS if k != key])
-                labelled.append((ROW_NUMBER.format(key), f"{other} {EQUALS} {value}"))
             if kind == "code":
                 value = right.split()[0]
                 if value in helper_slips:
                     labelled.append((HELPER_SLIP, f"{value} {ARROW} {helper_slips[value]}"))
-            else:  # where the base runs on: after the key and "=" (run_on.py)
-                key = right.split()[0]
+            else:
+                labelled.append((ONE_WORD_EDIT, edited(edits, right)))
+                key, value = right.split(f" {EQUALS} ")
+                other = rows.choice([number for number in KEYS if number != key])
+                labelled.append((ROW_NUMBER.format(key), step(other, value)))
+                # where the base runs on: after the key and "=" (run_on.py)
                 for label, words in ((RUN_ON_SOUP, soup(unseen)), (RUN_ON_LOOP, loop(unseen))):
                     labelled.append((label, f"{key} {EQUALS}" + "".join(words[:RUN_ON_STEP - 2])))
             for label, wrong in labelled:
