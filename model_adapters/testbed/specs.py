@@ -29,6 +29,7 @@ class Spec:
     stop_at: float = 1.0  # stop once the held-out score (LM: mean p(right answer); PRM: accuracy) reaches it
     stop_argmax: float = 0.0  # LM only: stop_at counts once the held-out teacher-forced argmax accuracy reaches this
     eval_every: int = 100
+    patience: int = 0  # stop once this many held-out evaluations in a row bring no better score (0: never)
     threads: int = 1  # torch threads: the shipped weights are bit-identical only with the same count
     init_from: str | None = None  # PRM only: the spec of the language model its decoder starts from
     frozen_layers: int = 0  # PRM only: the embeddings and this many first layers (the base's) stay as loaded
@@ -52,15 +53,18 @@ SPECS = {
     # The PRM's own language model, from which its decoder starts: the task's answers on full contexts (the
     # way Qwen2.5-Math-PRM starts from a Qwen2.5-Math language model); not shipped. Stopped at 0.9 (pinned:
     # 0.902 after 750 steps), the PRM trained from it with the recipe of commit e93df2d stayed at a held-out
-    # 0.42 to 0.75 for thousands of steps (two seeds); stopped at 0.95 (0.952, 900 steps) it was at 0.935
-    # after 1,100 (docs/testbed.md, "Row numbers at late rows").
+    # 0.42 to 0.75 for thousands of steps (two seeds); stopped at 0.95 (0.952, 900 steps) it ranked 0.955 after
+    # 1,700 (docs/testbed.md, "The pinned run").
     "prm_lm": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=2e-3, seed=1,
                    batch=16, stop_at=0.95, eval_every=50),
     # prm_lm's decoder plus two fresh layers, trained on examples.wrong_step's negatives; the base's run-ons and
-    # the helper's slips are never among them (benchmarks/testbed_prm_ranking.py ranks those apart). Up to
-    # 5,000 steps: with the one-word edits among its negatives it first ranked 0.995 after 3,300 (unpinned).
+    # the helper's slips are never among them (benchmarks/testbed_prm_ranking.py ranks those apart). The best
+    # held-out model is kept; it stops at 0.995, or once 10 evaluations (1,000 steps) bring no better one, so
+    # that the whole testbed trains on one core in about an hour: pinned, it ranked 0.955 after 1,700 steps and
+    # stopped after 2,700 (a run past that stop, ended by hand at 3,800 steps, ranked 0.965 there;
+    # docs/testbed.md, "Models").
     "prm": Spec(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=256, steps=5000, lr=1e-3, seed=3,
-                batch=8, stop_at=0.995, init_from="prm_lm"),
+                batch=8, stop_at=0.995, patience=10, init_from="prm_lm"),
 }
 
 # The values whose code steps a model is never trained on: the helper's gap, drawn once.

@@ -68,12 +68,14 @@ def pad(rows, value):
 
 def train_loop(model, spec, batches, loss_fn, log, evaluate=None):
     """AdamW, linear warmup then constant rate, gradient clipping; stops early once `evaluate` (held-out,
-    deterministic; it returns the score it logs and whether the spec's stop rule is met) says so."""
+    deterministic; it returns the score it logs and whether the spec's stop rule is met) says so, or once
+    `spec.patience` evaluations in a row have not beaten the best score so far."""
     trained = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trained, lr=spec.lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / spec.warmup))
     model.train()
     start = time.time()
+    best, since_best = float("-inf"), 0
     for step in range(spec.steps):
         loss = loss_fn(model, next(batches))
         optimizer.zero_grad(set_to_none=True)
@@ -86,7 +88,8 @@ def train_loop(model, spec, batches, loss_fn, log, evaluate=None):
             score, reached = evaluate(model)
             model.train()
             log(f"step {step + 1} loss {loss.item():.4f} held-out {score:.4f} {time.time() - start:.0f}s")
-            if reached:
+            best, since_best = (score, 0) if score > best else (best, since_best + 1)
+            if reached or 0 < spec.patience <= since_best:
                 break
     model.eval()
 

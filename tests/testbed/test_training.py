@@ -59,6 +59,24 @@ def test_a_language_model_stops_once_both_its_held_out_scores_reach_the_specs(tm
     assert len(seen) == evaluations
 
 
+@pytest.mark.parametrize("patience, evaluations", [(0, 8), (3, 5), (4, 8)])
+def test_training_stops_once_patience_evaluations_in_a_row_bring_no_better_held_out_score(patience, evaluations):
+    """Held-out scores 0.5, 0.7, 0.6, 0.65, 0.7, 0.9, 0.8, 0.85 (0.7 again does not beat 0.7): with patience 3
+    the 3rd evaluation in a row without a better score is the 5th; with 4 none comes before the 6th beats the
+    best, so all 8 run, as with patience 0 (never)."""
+    scores, seen = iter([0.5, 0.7, 0.6, 0.65, 0.7, 0.9, 0.8, 0.85]), []
+
+    def evaluate(model):
+        seen.append(next(scores))
+        return seen[-1], False
+
+    model = torch.nn.Linear(2, 1)
+    spec = dataclasses.replace(train.SPECS["prm"], steps=8, eval_every=1, warmup=1, patience=patience)
+    batches = iter(lambda: torch.ones(2), None)
+    train.train_loop(model, spec, batches, lambda m, batch: m(batch).sum(), lambda message: None, evaluate)
+    assert len(seen) == evaluations
+
+
 SHORT_BASE_RUN = """
 import dataclasses, sys
 from pathlib import Path
