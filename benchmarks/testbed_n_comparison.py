@@ -67,8 +67,11 @@ def compare(grid: Path, better: str, worse: str) -> dict:
         source = result["sources"][index] if index < len(result["sources"]) else "none"
         chosen[source] += 1
         at_end += index == len(right) - 1
+        written = result["text"].split(STEP_SEPARATOR)
+        # past the last step written (the answer stopped short) or past the right answer's end: nothing there
         cases.append({"doc_id": doc, "step": index, "chose": source,
-                      "written": result["text"].split(STEP_SEPARATOR)[index][:80], "right": right[index].strip()})
+                      "written": written[index][:80] if index < len(written) else "",
+                      "right": right[index].strip() if index < len(right) else ""})
     return {"grid": str(grid), "better": better, "worse": worse, "problems": len(first),
             "solved": solved, "lost": len(lost), "gained": len(gained),
             "lost_first_wrong_step_chosen_from": dict(chosen), "lost_at_the_end_step": at_end,
