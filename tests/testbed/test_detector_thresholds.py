@@ -55,6 +55,10 @@ def test_the_entropy_rule_catches_most_degenerate_candidates():
     assert sum(counts[i] for i in high) / sum(counts) >= 0.5
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "the base shipped since 2026-12-07 has no valley there under R-KV: its degenerate candidates' gzip ratios rise "
+    "from 0.2 to the soup's mode at 0.75 without a loops' mode (SnapKV's runs have one); the threshold 0.5 was read "
+    "off the previous base's histograms (docs/testbed.md, 'Detector')"))
 def test_the_gzip_threshold_lies_in_the_valley_between_loops_and_soup():
     """A degenerate candidate is a loop (gzip compresses it well) or soup (words drawn at random compress less,
     and a coherent step, short, not at all): the degenerate histogram has two modes, and the threshold lies in
