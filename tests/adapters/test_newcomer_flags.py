@@ -49,8 +49,9 @@ def test_a_system_instruction_reaches_the_model_alike_in_plain_and_chat_mode():
     assert [s["arguments"] for s in plain] == [s["arguments"] for s in chat]   # the conversation the model got
     (system, _) = json.loads(plain[0]["arguments"][0][0])["kvrescue-conversation"]
     assert system["role"] == "system" and system["content"].startswith("Answer briefly.\n\n")
+    # the same answers, word for word (the tiny models, trained on one system prompt, may solve none of them)
+    assert [s["resps"] for s in plain] == [s["resps"] for s in chat] and all(s["resps"][0][0] for s in plain)
     assert runs[False]["results"]["kv_recall"]["pass_at_1,none"] == runs[True]["results"]["kv_recall"]["pass_at_1,none"]
-    assert runs[False]["results"]["kv_recall"]["pass_at_1,none"] > 0
     record = runs[False]["config"]["kvrescue"]
     assert record["temperature"] == 0.0 and record["generation"]["kv_recall"]["do_sample"] is False
 
