@@ -58,7 +58,7 @@ PRESETS = {
                        scorer="qwen-prm", evictor="rkv", budget=80, buffer=16, n=4, max_steps=64,
                        max_step_tokens=64, max_problems_in_flight=32, dtype="float32",
                        detector_entropy_threshold=3.0, detector_window=12, detector_guard=24,
-                       detector_gzip_threshold=0.5, detector_gzip_chars=128),
+                       detector_gzip_threshold=0.6, detector_gzip_chars=128),
 }
 DEFAULT_PRESET = "smollm2-cpu"
 
