@@ -265,6 +265,27 @@ def test_the_shipped_weights_training_figures_are_its_log():
     assert f"base {base} and helper {helper} of CPU time" in doc
 
 
+def test_the_end_to_end_training_run_wrote_the_shipped_weights():
+    """docs/results/testbed_training_end_to_end.log: one run of the committed script from end to end. Every file
+    it wrote has the shipped file's sha256, its PRM run ends where Spec.patience ends it, and docs/testbed.md
+    quotes its CPU time (user plus system) and its last steps."""
+    import hashlib
+    import re
+
+    from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR
+
+    log = (REPO / "docs" / "results" / "testbed_training_end_to_end.log").read_text()
+    written = dict((path, digest) for digest, path in re.findall(r"^([0-9a-f]{64})  DIR/(\S+)$", log, re.M))
+    shipped = {f"{path.parent.name}/{path.name}": hashlib.sha256(path.read_bytes()).hexdigest()
+               for path in WEIGHTS_DIR.glob("*/*")}
+    assert written == shipped
+    prm = log.split("helper: held-out")[1]
+    last = int(re.findall(r"^step (\d+) loss", prm, re.M)[-1])
+    seconds = sum(float(t) for t in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", log))
+    assert f"run ending after {last:,} steps" in text("testbed.md")
+    assert f"in {int(seconds // 60)} min {round(seconds % 60)} s of CPU time" in text("testbed.md")
+
+
 def test_the_pinned_prms_ranking_is_its_results_file():
     """docs/testbed.md quotes the ranking of the PRM trained with pinned kernels (testbed_prm_ranking.py --prm)."""
     r = prm_ranking("testbed_prm_pinned.json")
