@@ -20,6 +20,7 @@ for Qwen2.5-Math-PRM). Three groups of wrong steps, reported apart:
 """
 
 import argparse
+import hashlib
 import json
 import random
 import sys
@@ -132,15 +133,18 @@ def main(argv=None):
     parser.add_argument("--helper", default="helper", help="testbed helper whose own wrong codes are ranked")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
-    scorer = load_qwen_prm(args.prm or str(weights_dir("prm")), dtype="float32")
+    prm = Path(args.prm or weights_dir("prm"))
+    scorer = load_qwen_prm(str(prm), dtype="float32")
     problems = read_split("test")[:args.limit]
     slips = helper_slips(str(weights_dir(args.helper)), read_split("test"))
     figures = ranking_accuracy(scorer, problems, slips=slips)
     for label, row in figures.items():
         print(f"{label}: {row['ranked_right']:.3f} of {row['pairs']} pairs ranked right", file=sys.stderr)
     if args.json:
-        args.json.write_text(json.dumps({"problems": len(problems), "wrong_per_place": WRONG, "ranking": figures,
-                                         "helper_slips": slips}, indent=1) + "\n")
+        provenance = {"what": __doc__.splitlines()[0], "command": " ".join(["python", *sys.argv]),
+                      "prm_sha256": hashlib.sha256((prm / "model.safetensors").read_bytes()).hexdigest()}
+        args.json.write_text(json.dumps({**provenance, "problems": len(problems), "wrong_per_place": WRONG,
+                                         "ranking": figures, "helper_slips": slips}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -149,10 +149,16 @@ def test_the_tie_rules_figures_are_its_results_file():
 
 
 def test_the_testbed_prm_ranking_table_is_its_results_file():
-    """docs/testbed.md's held-out ranking table quotes docs/results/testbed_prm.json (testbed_prm_ranking.py)."""
+    """docs/testbed.md's held-out ranking table quotes docs/results/testbed_prm.json (testbed_prm_ranking.py),
+    a ranking of the shipped PRM."""
+    import hashlib
     import json
 
-    ranking = json.loads((REPO / "docs" / "results" / "testbed_prm.json").read_text())["ranking"]
+    from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR
+
+    results = json.loads((REPO / "docs" / "results" / "testbed_prm.json").read_text())
+    assert results["prm_sha256"] == hashlib.sha256((WEIGHTS_DIR / "prm" / "model.safetensors").read_bytes()).hexdigest()
+    ranking = results["ranking"]
     rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "wrong steps", "kind", "pairs", "ranked right")
     labels = ["seen: recall", "seen: code", "seen: end", "unseen: the helper's slip", "unseen: run-on, soup",
               "unseen: run-on, loop", "edited: one word of a recall or END step"]
