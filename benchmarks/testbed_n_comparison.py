@@ -41,12 +41,11 @@ def prompt_id(sample: dict) -> str:
     return identity_hash(json.loads(sample["arguments"]["gen_args_0"]["arg_0"])["kvrescue-conversation"])
 
 
-def first_wrong_step(text: str, right: list[str]) -> int:
-    # empty steps are kept (the task's response_steps drops them) so that the index is the journal's `sources` one
-    written = [step.strip() for step in text.split(STEP_SEPARATOR)]
-    right = [step.strip() for step in right]
+def first_wrong_step(written: list[str], right: list[str]) -> int:
+    # `written` keeps empty steps (the task's response_steps drops them) so that the index is the journal's
+    # `sources` one
     for index, step in enumerate(written):
-        if index >= len(right) or step != right[index]:
+        if index >= len(right) or step.strip() != right[index].strip():
             return index
     return len(written)
 
@@ -63,11 +62,11 @@ def compare(grid: Path, better: str, worse: str) -> dict:
         right = sample["doc"]["steps"]
         result = results[prompt_id(sample)]
         assert result["text"] == sample["filtered_resps"][0][0] or sample["filtered_resps"][0][0].endswith(result["text"])
-        index = first_wrong_step(result["text"], right)
+        written = result["text"].split(STEP_SEPARATOR)
+        index = first_wrong_step(written, right)
         source = result["sources"][index] if index < len(result["sources"]) else "none"
         chosen[source] += 1
         at_end += index == len(right) - 1
-        written = result["text"].split(STEP_SEPARATOR)
         # past the last step written (the answer stopped short) or past the right answer's end: nothing there
         cases.append({"doc_id": doc, "step": index, "chose": source,
                       "written": written[index][:80] if index < len(written) else "",
