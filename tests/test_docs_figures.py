@@ -18,6 +18,16 @@ def text(name):
     return " ".join((REPO / "docs" / name).read_text().split())
 
 
+def shipped_sha256() -> dict:
+    """The sha256 of every shipped testbed file, by its path under the weights folder ("prm/model.safetensors")."""
+    import hashlib
+
+    from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR
+
+    return {f"{path.parent.name}/{path.name}": hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in WEIGHTS_DIR.glob("*/*")}
+
+
 def test_the_cost_figures_in_the_docs_are_the_cost_models():
     helper = load_shape("qwen2.5-math-1.5b")
     b7 = CostReport(load_shape("qwen2.5-math-7b"), helper, 512, 128, 8, 4096, PAPER_ALPHA)
@@ -151,13 +161,10 @@ def test_the_tie_rules_figures_are_its_results_file():
 def test_the_testbed_prm_ranking_table_is_its_results_file():
     """docs/testbed.md's held-out ranking table quotes docs/results/testbed_prm.json (testbed_prm_ranking.py),
     a ranking of the shipped PRM."""
-    import hashlib
     import json
 
-    from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR
-
     results = json.loads((REPO / "docs" / "results" / "testbed_prm.json").read_text())
-    assert results["prm_sha256"] == hashlib.sha256((WEIGHTS_DIR / "prm" / "model.safetensors").read_bytes()).hexdigest()
+    assert results["prm_sha256"] == shipped_sha256()["prm/model.safetensors"]
     ranking = results["ranking"]
     rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "wrong steps", "kind", "pairs", "ranked right")
     labels = ["seen: recall", "seen: code", "seen: end", "unseen: the helper's slip", "unseen: run-on, soup",
@@ -237,10 +244,6 @@ def test_the_shipped_weights_training_figures_are_its_log():
     """docs/testbed.md's "Reproducing the weights" quotes the runs that trained the shipped weights
     (docs/results/testbed_training.log): each model's last step, the shipped files' sha256 (the log's and the
     files' own), CPU times; the PRM's step count is where Spec.patience ends its run, from the logged scores."""
-    import hashlib
-    import re
-
-    from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR
     from kvrescue_eval.model_adapters.testbed.specs import SPECS
 
     log = (REPO / "docs" / "results" / "testbed_training.log").read_text()
@@ -251,9 +254,11 @@ def test_the_shipped_weights_training_figures_are_its_log():
     def steps(run):
         return [(int(step), float(score)) for step, score in re.findall(r"^step (\d+) loss \S+ held-out ([\d.]+)", run, re.M)]
 
+    shipped = shipped_sha256()
+
     def sha(name):
         logged = re.search(rf"^([0-9a-f]{{64}})  {name}/model.safetensors$", log, re.MULTILINE).group(1)
-        assert hashlib.sha256((WEIGHTS_DIR / name / "model.safetensors").read_bytes()).hexdigest() == logged
+        assert shipped[f"{name}/model.safetensors"] == logged
         return logged[:8]
 
     best, since, stop = -1.0, 0, None
@@ -275,16 +280,9 @@ def test_the_end_to_end_training_run_wrote_the_shipped_weights():
     """docs/results/testbed_training_end_to_end.log: one run of the committed script from end to end. Every file
     it wrote has the shipped file's sha256, its PRM run ends where Spec.patience ends it, and docs/testbed.md
     quotes its CPU time (user plus system) and its last steps."""
-    import hashlib
-    import re
-
-    from kvrescue_eval.model_adapters.testbed import WEIGHTS_DIR
-
     log = (REPO / "docs" / "results" / "testbed_training_end_to_end.log").read_text()
-    written = dict((path, digest) for digest, path in re.findall(r"^([0-9a-f]{64})  DIR/(\S+)$", log, re.M))
-    shipped = {f"{path.parent.name}/{path.name}": hashlib.sha256(path.read_bytes()).hexdigest()
-               for path in WEIGHTS_DIR.glob("*/*")}
-    assert written == shipped
+    written = {path: digest for digest, path in re.findall(r"^([0-9a-f]{64})  DIR/(\S+)$", log, re.M)}
+    assert written == shipped_sha256()
     prm = log.split("helper: held-out")[1]
     last = int(re.findall(r"^step (\d+) loss", prm, re.M)[-1])
     seconds = sum(float(t) for t in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", log))
