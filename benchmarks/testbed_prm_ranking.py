@@ -14,7 +14,9 @@ for Qwen2.5-Math-PRM). Three groups of wrong steps, reported apart:
   inserted or deleted: among the training negatives of a PRM trained since the edits (`examples.EDITED`),
   not of the shipped one;
 - unseen, never among its training negatives: the helper's own wrong codes (its greedy code for each value
-  of its gap, `helper_slips`) and the base's run-ons (soup and loop, as the step cap cuts them).
+  of its gap, `helper_slips`), the base's run-ons (soup and loop, as the step cap cuts them), and the
+  previous testbed's helper's slip (`examples.previous_helper_slip`, the next value's code, one per code place
+  where that value is not in the table: the PRM's negatives hold it only as another row's code).
 
 `--json` writes the figures (docs/results/testbed_prm.json, quoted in docs/testbed.md).
 """
@@ -27,12 +29,13 @@ import sys
 from pathlib import Path
 
 from kvrescue_eval.engine.scoring import ScoreRequest
-from kvrescue_eval.tasks.kv_recall.generate import read_split, step, step_kind
+from kvrescue_eval.tasks.kv_recall.generate import pairs_of, read_split, step, step_kind
 from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, EQUALS, KEYS, VALUES
 
 from kvrescue_eval.model_adapters.settings.presets import PRESETS
 from kvrescue_eval.model_adapters.testbed import weights_dir
-from kvrescue_eval.model_adapters.testbed.examples import edited, expected_step, step_text, wrong_step
+from kvrescue_eval.model_adapters.testbed.examples import (edited, expected_step, previous_helper_slip, step_text,
+                                                           wrong_step)
 from kvrescue_eval.model_adapters.testbed.run_on import run_on_words
 
 
@@ -51,6 +54,7 @@ def loop(rng):
 
 WRONG = 3
 HELPER_SLIP = "unseen: the helper's slip"
+PREVIOUS_SLIP = "unseen: the previous helper's slip (the next value's code)"
 ONE_WORD_EDIT = "edited: one word of a recall or END step"
 ROW_NUMBER = "seen: another row's number, row {}"
 RUN_ON_SOUP, RUN_ON_LOOP = "unseen: run-on, soup", "unseen: run-on, loop"
@@ -74,6 +78,9 @@ def pairs_to_rank(problems, seed=0, helper_slips=()):
                 value = right.split()[0]
                 if value in helper_slips:
                     labelled.append((HELPER_SLIP, f"{value} {ARROW} {helper_slips[value]}"))
+                slip = previous_helper_slip(value)
+                if slip not in {CODE[v] for _, v in pairs_of(problem)}:
+                    labelled.append((PREVIOUS_SLIP, f"{value} {ARROW} {slip}"))
             else:
                 labelled.append((ONE_WORD_EDIT, edited(edits, right)))
                 key, value = right.split(f" {EQUALS} ")

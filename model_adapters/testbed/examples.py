@@ -98,14 +98,22 @@ def expected_step(problem, steps):
 EDITED = 0.3  # share of the wrong recall and END steps that are the right one with one word edited
 
 
+def previous_helper_slip(value):
+    """The code of the value after `value` in `VALUES`: the previous testbed's helper's slip (its gap was the
+    rule); the PRM's negatives hold it only as another row's code (benchmarks/testbed_prm_ranking.py ranks it apart)."""
+    return CODE[VALUES[(VALUES.index(value) + 1) % len(VALUES)]]
+
+
 def wrong_step(rng, problem, steps, edits=EDITED):
     """A wrong next step, the PRM's negatives: at a recall or END step a share `edits` of them the right step
     with one word edited (`edited`, a replacing word of the replaced one's kind; with `edits` 0 the draws are
     those of the recipe before edits); else an
     empty or garbled step; at a recall step another value of the table (a wrong-row recall), a value not in
-    it, the end mark early, another key, a code step; at a code step the code of the next value in `VALUES`
-    (the slip of the previous testbed's helper, whose gap was that rule), another code, another value coded
-    by the rule or given the right value's code."""
+    it, the end mark early, another key, a code step; at a code step the code of another value of the table
+    (a wrong-row code), another code, another value coded by the rule or given the right value's code. Generic:
+    no model's errors are copied. The next value's code (`previous_helper_slip`), which the previous recipe
+    drew for a fifth of the code negatives, is drawn only as a wrong-row code (where that value is in the
+    table), so the ranking benchmark can rank it as a kind unseen in training."""
     pairs = pairs_of(problem)
     listed = [v for _, v in pairs]
     right = expected_step(problem, steps)
@@ -120,10 +128,12 @@ def wrong_step(rng, problem, steps, edits=EDITED):
         return garbled(rng)
     if kind == CODE_STEP:
         value = right.split()[0]
-        if roll < 0.4:
-            return f"{value} {ARROW} {CODE[VALUES[(VALUES.index(value) + 1) % len(VALUES)]]}"  # the helper's slip
-        if roll < 0.6:
-            return f"{value} {ARROW} {rng.choice([c for c in CODES if c != CODE[value]])}"
+        others = [v for v in listed if v != value] or [v for v in VALUES if v != value]
+        if roll < 0.4:  # another row's code: a code step's wrong-row recall
+            return f"{value} {ARROW} {CODE[rng.choice(others)]}"
+        if roll < 0.6:  # another code, never the next value's
+            code = rng.choice([c for c in CODES if c != CODE[value]])
+            return f"{value} {ARROW} {CODE[rng.choice(others)] if code == previous_helper_slip(value) else code}"
         # another value (often one of the table, as a base that copies from the wrong row writes), coded
         # by the rule or given the code of the right one
         other = rng.choice([v for v in (listed if roll < 0.8 else VALUES) if v != value] or VALUES)

@@ -5,7 +5,7 @@ base    4 layers, head_dim 32: where the row it copies is gone it runs on inside
 helper  half the base's width, full contexts, never trained on the code steps of 7 values (`UNLEARNED`): a
         gap of less training on correct data;
 prm     the Qwen2.5-Math-PRM layout, its decoder started from a language model of the task (`prm_lm`, not
-        shipped), trained on examples.wrong_step's negatives (never a run-on, nor this helper's slips).
+        shipped), trained on examples.wrong_step's generic negatives (never a run-on, nor this helper's slips).
 """
 
 import random
@@ -53,16 +53,15 @@ SPECS = {
     # The PRM's own language model, from which its decoder starts: the task's answers on full contexts (the
     # way Qwen2.5-Math-PRM starts from a Qwen2.5-Math language model); not shipped. Stopped at 0.9 (pinned:
     # 0.902 after 750 steps), the PRM trained from it with the recipe of commit e93df2d stayed at a held-out
-    # 0.42 to 0.75 for thousands of steps (two seeds); stopped at 0.95 (0.952, 900 steps) it ranked 0.955 after
-    # 1,700 (docs/testbed.md, "The pinned run").
+    # 0.42 to 0.75 for thousands of steps (two seeds); stopped at 0.95 (0.952, 900 steps) the PRM ranked 0.955
+    # after 1,700 with that day's negatives and 0.970 after 1,200 with today's (docs/testbed.md, "Models").
     "prm_lm": Spec(hidden=128, layers=2, heads=4, kv_heads=2, intermediate=256, steps=3000, lr=2e-3, seed=1,
                    batch=16, stop_at=0.95, eval_every=50),
-    # prm_lm's decoder plus two fresh layers, trained on examples.wrong_step's negatives; the base's run-ons and
-    # the helper's slips are never among them (benchmarks/testbed_prm_ranking.py ranks those apart). The best
-    # held-out model is kept; it stops at 0.995, or once 10 evaluations (1,000 steps) bring no better one, so
-    # that the whole testbed trains on one core in about an hour: pinned, it ranked 0.955 after 1,700 steps and
-    # stopped after 2,700 (a run past that stop, ended by hand at 3,800 steps, ranked 0.965 there;
-    # docs/testbed.md, "Models").
+    # prm_lm's decoder plus two fresh layers, trained on examples.wrong_step's generic negatives; the base's
+    # run-ons, this helper's slips and the previous one's are never among them (benchmarks/testbed_prm_ranking.py
+    # ranks those apart). The best held-out model is kept; it stops at 0.995, or once 10 evaluations (1,000
+    # steps) bring no better one, so that the whole testbed trains on one core in about an hour: pinned, it
+    # ranked 0.970 after 1,200 steps and stopped after 2,200 (docs/testbed.md, "Models").
     "prm": Spec(hidden=128, layers=4, heads=4, kv_heads=2, intermediate=256, steps=5000, lr=1e-3, seed=3,
                 batch=8, stop_at=0.995, patience=10, init_from="prm_lm"),
 }

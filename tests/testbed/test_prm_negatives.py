@@ -5,9 +5,10 @@ import random
 from collections import Counter
 
 from kvrescue_eval.model_adapters.testbed.examples import (CODE_CANDIDATES, EDITED, candidate_place, edited,
-                                                           expected_step, place_weights, wrong_step)
+                                                           expected_step, place_weights, previous_helper_slip,
+                                                           wrong_step)
 from kvrescue_eval.tasks.kv_recall.generate import read_split
-from kvrescue_eval.tasks.kv_recall.words import ARROW, END, EQUALS, KEYS, VALUES
+from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, END, EQUALS, KEYS, VALUES
 
 
 def one_word_edit(right: list[str], wrong: list[str]) -> str | None:
@@ -79,3 +80,27 @@ def test_candidate_places_are_code_steps_at_their_share_else_recall_end_or_past_
     assert abs(sum(n for place, n in places.items() if place % 2 and place < 13) / draws - CODE_CANDIDATES) < 0.01
     assert abs(places[12] / draws - (1 - CODE_CANDIDATES) * 4 / 15) < 0.006
     assert abs(places[0] / draws - (1 - CODE_CANDIDATES) / 15) < 0.004
+
+
+def test_code_negatives_hold_the_previous_helpers_slip_only_as_another_rows_code():
+    """Generic code negatives: the next value's code (the previous testbed's helper's slip) is drawn only where
+    that value is in the table, as another row's code; another row's code is drawn for at least a fifth of
+    the code negatives (the recipe's share for it), as a wrong-row recall is at recall steps."""
+    problems, rng = read_split("test")[:40], random.Random(4)
+    drawn = slips = other_rows = 0
+    for problem in problems:
+        listed = [step.split(" = ")[1] for step in problem["steps"][0:-1:2]]
+        for place in range(1, len(problem["steps"]) - 1, 2):
+            steps = problem["steps"][:place]
+            value = expected_step(problem, steps).split()[0]
+            for _ in range(50):
+                words = wrong_step(rng, problem, steps).split()
+                drawn += 1
+                if words[:2] != [value, ARROW] or len(words) != 3:
+                    continue
+                slips += words[2] == previous_helper_slip(value)
+                other_rows += words[2] in {CODE[v] for v in listed if v != value}
+                if words[2] == previous_helper_slip(value):
+                    assert VALUES[(VALUES.index(value) + 1) % len(VALUES)] in listed, (problem["id"], words)
+    assert other_rows / drawn >= 0.2
+    assert slips / drawn < 0.05
