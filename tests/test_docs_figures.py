@@ -160,19 +160,27 @@ def test_the_tie_rules_figures_are_its_results_file():
 
 def test_the_testbed_prm_ranking_table_is_its_results_file():
     """docs/testbed.md's held-out ranking table quotes docs/results/testbed_prm.json (testbed_prm_ranking.py),
-    a ranking of the shipped PRM."""
+    a ranking of the shipped PRM, and beside it testbed_prm_4249b013.json, the PRM shipped before, ranked on
+    the same pairs."""
     import json
 
     results = json.loads((REPO / "docs" / "results" / "testbed_prm.json").read_text())
+    before = json.loads((REPO / "docs" / "results" / "testbed_prm_4249b013.json").read_text())
     assert results["prm_sha256"] == shipped_sha256()["prm/model.safetensors"]
-    ranking = results["ranking"]
-    rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "wrong steps", "kind", "pairs", "ranked right")
-    labels = ["seen: recall", "seen: code", "seen: end", "unseen: the helper's slip", "unseen: run-on, soup",
+    assert before["prm_sha256"].startswith("4249b013")
+    rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "wrong steps", "kind", "pairs", "ranked right",
+                       "PRM `4249b013`")
+    labels = ["seen: recall", "seen: code", "seen: end", "unseen: the helper's slip",
+              "unseen: the previous helper's slip (the next value's code)", "unseen: run-on, soup",
               "unseen: run-on, loop", "edited: one word of a recall or END step"]
     assert len(rows) == len(labels)
     for row, label in zip(rows, labels):
-        assert (row["pairs"], row["ranked right"]) == (f"{ranking[label]['pairs']:,}",
-                                                        f"{ranking[label]['ranked_right']:.3f}")
+        shipped, previous = results["ranking"][label], before["ranking"][label]
+        assert previous["pairs"] == shipped["pairs"]
+        assert (row["pairs"], row["ranked right"], row["PRM `4249b013`"]) == (
+            f"{shipped['pairs']:,}", f"{shipped['ranked_right']:.3f}", f"{previous['ranked_right']:.3f}")
+    slips = ", ".join(f"{value} -> {code}" for value, code in results["helper_slips"].items())
+    assert f"The helper's wrong codes ({slips}) are none of them among the negatives" in text("testbed.md")
 
 
 def test_the_testbeds_n1_against_n4_figures_are_their_results_file():
@@ -200,6 +208,7 @@ def prm_ranking(results_file):
     ranking = json.loads((REPO / "docs" / "results" / results_file).read_text())["ranking"]
     short = {"seen: recall": "recall", "seen: code": "code", "seen: end": "end", "unseen: run-on, soup": "soup",
              "unseen: run-on, loop": "loop", "unseen: the helper's slip": "slips",
+             "unseen: the previous helper's slip (the next value's code)": "previous slip",
              "edited: one word of a recall or END step": "edited"}
     short |= {f"seen: another row's number, row {row}": f"row {row}" for row in range(1, 10)}
     return {short[label]: f"{kind['ranked_right']:.3f}" for label, kind in ranking.items()}
@@ -271,18 +280,23 @@ def test_the_shipped_weights_training_figures_are_its_log():
     assert (f"the base in {steps(runs['base'])[-1][0]:,} steps (sha256 `{sha('base')}`), the helper in "
             f"{steps(runs['helper'])[-1][0]:,} (`{sha('helper')}`), the PRM's language model in "
             f"{steps(prm_lm)[-1][0]:,} and the PRM in {stop:,} (`{sha('prm')}`)") in doc
-    base, helper = (f"{int(t // 60)} min {round(t % 60)} s"
-                    for t in map(float, re.findall(r"User time \(seconds\): ([\d.]+)", log)))
+    base, helper, prm = (f"{int(t // 60)} min {round(t % 60)} s"
+                         for t in map(float, re.findall(r"User time \(seconds\): ([\d.]+)", log)))
     assert f"base {base} and helper {helper} of CPU time" in doc
+    assert f"the PRM's language model and the PRM {prm}" in doc
 
 
 def test_the_end_to_end_training_run_wrote_the_shipped_weights():
-    """docs/results/testbed_training_end_to_end.log: one run of the committed script from end to end. Every file
-    it wrote has the shipped file's sha256, its PRM run ends where Spec.patience ends it, and docs/testbed.md
-    quotes its CPU time (user plus system) and its last steps."""
+    """docs/results/testbed_training_end_to_end.log: one run of the committed script from end to end (the PRM's
+    negatives of then). Every base and helper file it wrote has the shipped file's sha256, its PRM is the one
+    shipped before the generic negatives (4249b013), its PRM run ends where Spec.patience ends it, and
+    docs/testbed.md quotes its CPU time (user plus system) and its last steps."""
     log = (REPO / "docs" / "results" / "testbed_training_end_to_end.log").read_text()
     written = {path: digest for digest, path in re.findall(r"^([0-9a-f]{64})  DIR/(\S+)$", log, re.M)}
-    assert written == shipped_sha256()
+    shipped = shipped_sha256()
+    assert {path: digest for path, digest in written.items() if not path.startswith("prm/")} == \
+        {path: digest for path, digest in shipped.items() if not path.startswith("prm/")}
+    assert written["prm/model.safetensors"].startswith("4249b013")
     prm = log.split("helper: held-out")[1]
     last = int(re.findall(r"^step (\d+) loss", prm, re.M)[-1])
     seconds = sum(float(t) for t in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", log))
@@ -366,7 +380,8 @@ def test_the_prm_with_edits_figures_are_their_results_files():
 def test_the_row_number_ranking_per_row_is_its_results_files():
     """docs/testbed.md's table of another row's number, per row: each PRM's column is its ranking results file."""
     files = {"previous PRM": "testbed_prm_previous.json", "pinned PRM": "testbed_prm_pinned.json",
-             "PRM with edits": "testbed_prm_edits.json", "shipped PRM": "testbed_prm.json"}
+             "PRM with edits": "testbed_prm_edits.json", "PRM `4249b013`": "testbed_prm_4249b013.json",
+             "shipped PRM": "testbed_prm.json"}
     ranked = {column: prm_ranking(name) for column, name in files.items()}
     rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "row", "pairs", *files)
     assert [row["row"] for row in rows] == [str(row) for row in range(1, 10)]
