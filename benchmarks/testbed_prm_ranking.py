@@ -3,7 +3,7 @@
 For every test problem (never trained on) and every place of its answer, after the right steps before it,
 the PRM scores the right step and wrong ones; a pair is ranked right when the right step scores higher
 (a tie counts as wrong). The PRM is loaded and called as the engine does (`qwen-prm`, the same scorer as
-for Qwen2.5-Math-PRM). Three groups of wrong steps, reported apart:
+for Qwen2.5-Math-PRM). Four groups of wrong steps, reported apart:
 
 - seen: `WRONG` drawn by `examples.wrong_step` without its one-word edits (`edits=0`), the kinds every
   testbed PRM is trained on (fixed seed), per kind of step (recall, code, end);
