@@ -7,7 +7,7 @@ from collections import Counter
 from kvrescue_eval.model_adapters.testbed.examples import (CODE_CANDIDATES, EDITED, candidate_place, edited,
                                                            expected_step, place_weights, previous_helper_slip,
                                                            wrong_step)
-from kvrescue_eval.tasks.kv_recall.generate import read_split
+from kvrescue_eval.tasks.kv_recall.generate import pairs_of, read_split
 from kvrescue_eval.tasks.kv_recall.words import ARROW, CODE, END, EQUALS, KEYS, VALUES
 
 
@@ -89,18 +89,19 @@ def test_code_negatives_hold_the_previous_helpers_slip_only_as_another_rows_code
     problems, rng = read_split("test")[:40], random.Random(4)
     drawn = slips = other_rows = 0
     for problem in problems:
-        listed = [step.split(" = ")[1] for step in problem["steps"][0:-1:2]]
+        listed = [v for _, v in pairs_of(problem)]
         for place in range(1, len(problem["steps"]) - 1, 2):
             steps = problem["steps"][:place]
             value = expected_step(problem, steps).split()[0]
+            other_codes, slip = {CODE[v] for v in listed if v != value}, previous_helper_slip(value)
             for _ in range(50):
                 words = wrong_step(rng, problem, steps).split()
                 drawn += 1
                 if words[:2] != [value, ARROW] or len(words) != 3:
                     continue
-                slips += words[2] == previous_helper_slip(value)
-                other_rows += words[2] in {CODE[v] for v in listed if v != value}
-                if words[2] == previous_helper_slip(value):
-                    assert VALUES[(VALUES.index(value) + 1) % len(VALUES)] in listed, (problem["id"], words)
+                other_rows += words[2] in other_codes
+                if words[2] == slip:
+                    slips += 1
+                    assert slip in other_codes, (problem["id"], words)
     assert other_rows / drawn >= 0.2
     assert slips / drawn < 0.05
