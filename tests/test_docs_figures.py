@@ -304,6 +304,30 @@ def test_the_end_to_end_training_run_wrote_the_shipped_weights():
     assert f"in {int(seconds // 60)} min {round(seconds % 60)} s of CPU time" in text("testbed.md")
 
 
+def test_the_intel_base_run_is_its_log():
+    """docs/testbed.md's account of the pinned base run on an Intel CPU (docs/results/testbed_training_intel.log)
+    against the AMD run that trained the shipped base (testbed_training.log): the last logged step where both
+    losses agree and the first where they differ, where the Intel run stops, its held-out figure and sha256,
+    which is not the shipped one."""
+    intel = (REPO / "docs" / "results" / "testbed_training_intel.log").read_text()
+    amd = (REPO / "docs" / "results" / "testbed_training.log").read_text().split("## helper:")[0]
+
+    def losses(log):
+        return {int(step): loss for step, loss in re.findall(r"^step (\d+) loss (\S+)", log, re.M)}
+
+    on_intel, on_amd = losses(intel), losses(amd)
+    first = min(step for step in on_intel if on_intel[step] != on_amd[step])
+    agreed = max(step for step in on_intel if step < first)
+    held_out = float(re.search(r"^base: held-out .* mean p\(right answer\) ([\d.]+)", intel, re.M).group(1))
+    sha = re.search(r"^([0-9a-f]{64})  DIR/base/model.safetensors$", intel, re.M).group(1)
+    assert sha != shipped_sha256()["base/model.safetensors"]
+    doc = text("testbed.md")
+    assert (f"logs the AMD run's losses to the fourth decimal up to step {agreed} and other ones from step {first} "
+            f"on ({on_intel[first]} against {on_amd[first]}), stops after {max(on_intel):,} steps instead of "
+            f"{max(on_amd):,} (held-out mean p(right answer) {held_out:.3f}), and writes another model "
+            f"(sha256 `{sha[:8]}`)") in doc
+
+
 def test_the_pinned_prms_ranking_is_its_results_file():
     """docs/testbed.md quotes the ranking of the PRM trained with pinned kernels (testbed_prm_ranking.py --prm)."""
     r = prm_ranking("testbed_prm_pinned.json")
