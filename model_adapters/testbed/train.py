@@ -12,8 +12,9 @@ prm     a Qwen2 decoder (started from a language model of the task, `prm_lm`) wi
 
 Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, the thread count of each spec, and CPU
 kernels that do not depend on the instruction sets the CPU offers (`PINNED_KERNELS`; the script restarts
-itself with them): a rerun from scratch gives bit-identical weights, with or without AVX-512
-(tests/testbed/test_training.py checks both on short runs; docs/testbed.md says what is not yet checked).
+itself with them): a rerun from scratch on the same CPU gives bit-identical weights, with or without AVX-512
+(tests/testbed/test_training.py checks both on short runs). Not across CPU vendors: the shipped weights come
+from an AMD EPYC, and on an Intel Xeon the base's run writes another model (docs/testbed.md).
 """
 
 import argparse
@@ -239,7 +240,8 @@ def save_prm(model, config, tokenizer, folder):
 # Without these the weights depend on the CPU: the same script trained other base and PRM weights on an AMD
 # EPYC than on an Intel Xeon, and torch's vectorized kernels sum in another order with AVX2 than with AVX-512
 # (runs differ from the first steps on). torch's kernels without vector extensions, and MKL's reproducible
-# path (its dispatch also depends on the CPU's vendor, which no test here can vary). Training takes about
+# path. They are not enough across vendors: pinned, the base still trains other weights on an Intel Xeon than on
+# the AMD EPYC that trained the shipped ones (docs/results/testbed_training_intel.log). Training takes about
 # twice as long. Both are read when torch starts.
 PINNED_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
 
