@@ -327,6 +327,24 @@ def test_the_intel_base_run_is_its_log():
             f"(sha256 `{sha[:8]}`)") in doc
 
 
+def test_no_mkl_branch_on_intel_trains_the_amd_base():
+    """docs/testbed.md's account of benchmarks/mkl_branches.py's run on an Intel CPU: AdamW writes other bytes under
+    three branches, every branch logs the AMD run's losses to step 150, and none its loss at step 200."""
+    log = (REPO / "docs" / "results" / "testbed_training_intel_mkl_branches.log").read_text()
+    functions, losses = [rows for rows in log.split("# branch")[1:]]
+    adamw = {line.split()[0]: line.split()[-1] for line in functions.splitlines()[1:] if line.strip()}
+    at = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in losses.splitlines()[1:] if line.strip()}
+    amd = {int(step): float(loss) for step, loss in re.findall(
+        r"^step (\d+) loss (\S+)",
+        (REPO / "docs" / "results" / "testbed_training.log").read_text().split("## helper:")[0], re.M)}
+    assert len({adamw[b] for b in ("COMPATIBLE", "AVX2", "AVX512")}) == 3
+    assert all(row[:3] == [amd[50], amd[100], amd[150]] and row[3] != amd[200] for row in at.values())
+    at_200 = [row[3] for row in at.values()]
+    doc = text("testbed.md")
+    assert f"under {', '.join(list(at)[:-1])} and {list(at)[-1]} the base logs the same losses to step 150" in doc
+    assert f"and {min(at_200):.4f} to {max(at_200):.4f} at step 200, against {amd[200]:.4f} on the AMD EPYC" in doc
+
+
 def test_the_pinned_prms_ranking_is_its_results_file():
     """docs/testbed.md quotes the ranking of the PRM trained with pinned kernels (testbed_prm_ranking.py --prm)."""
     r = prm_ranking("testbed_prm_pinned.json")
