@@ -14,7 +14,8 @@ Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, the thread cou
 kernels that do not depend on the instruction sets the CPU offers (`PINNED_KERNELS`; the script restarts
 itself with them): a rerun from scratch on the same CPU gives bit-identical weights, with or without AVX-512
 (tests/testbed/test_training.py checks both on short runs). Not across CPU vendors: the shipped weights come
-from an AMD EPYC, and on an Intel Xeon the base's run writes another model (docs/testbed.md).
+from an AMD EPYC, and on an Intel Xeon the script writes three other models, a testbed of its own
+(docs/testbed.md, "Reproducing the weights").
 """
 
 import argparse
@@ -241,7 +242,9 @@ def save_prm(model, config, tokenizer, folder):
 # EPYC than on an Intel Xeon, and torch's vectorized kernels sum in another order with AVX2 than with AVX-512
 # (runs differ from the first steps on). torch's kernels without vector extensions, and MKL's reproducible
 # path. They are not enough across vendors: pinned, the base still trains other weights on an Intel Xeon than on
-# the AMD EPYC that trained the shipped ones (docs/results/testbed_training_intel.log). Training takes about
+# the AMD EPYC that trained the shipped ones (docs/results/testbed_training_intel.log), and no MKL_CBWR branch on
+# the Intel CPU gives the AMD run's (benchmarks/mkl_branches.py: MKL's SGEMM and its vector math, AdamW's sqrt
+# among it, change bits with the branch). Training takes about
 # twice as long. Both are read when torch starts.
 PINNED_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
 
