@@ -24,6 +24,17 @@ from pathlib import Path
 
 BRANCHES = ("COMPATIBLE", "SSE4_2", "AVX", "AVX2", "AVX2,STRICT", "AVX512", "AVX512_E1")
 FUNCTIONS = ("sqrt", "exp", "log", "tanh", "cos", "sin")
+# oneMKL's MKL_CBWR code branches; it runs AUTO, silently, for a value it does not know.
+KNOWN_BRANCHES = ("AUTO", "COMPATIBLE", "SSE4_1", "SSE4_2", "AVX", "AVX2", "AVX2_E1", "AVX512", "AVX512_E1",
+                  "AVX512_E2", "AVX512_E3", "AVX512_E4", "AVX512_E5", "AVX10")
+
+
+def mkl_branch(value: str) -> str:
+    branch, _, strict = value.partition(",")
+    if branch not in KNOWN_BRANCHES or strict not in ("", "STRICT"):
+        raise argparse.ArgumentTypeError(f"unknown MKL_CBWR value {value!r}; valid: one of "
+                                         f"{', '.join(KNOWN_BRANCHES)}, optionally followed by ',STRICT'")
+    return value
 
 
 def digest(tensor) -> str:
@@ -85,14 +96,14 @@ def run_branch(branch: str, train_steps: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train-steps", type=int, default=0, help="also train the base this many steps (0: no)")
-    parser.add_argument("--branches", default=",".join(BRANCHES).replace("AVX2,STRICT", "AVX2+STRICT"),
-                        help="MKL_CBWR values, comma-separated ('+' for MKL's ',': AVX2+STRICT)")
+    parser.add_argument("--branch", action="append", dest="branches", type=mkl_branch,
+                        help=f"an MKL_CBWR value; may repeat (default: {' '.join(BRANCHES)})")
     parser.add_argument("--processes", type=int, default=1, help="branches at once")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child(args.train_steps)
-    branches = [b.replace("+", ",") for b in args.branches.split(",")]
+    branches = args.branches or list(BRANCHES)
     with ThreadPoolExecutor(args.processes) as pool:
         results = dict(zip(branches, pool.map(lambda b: run_branch(b, args.train_steps), branches)))
     print("# branch      " + "  ".join(f"{name:<12}" for name in (*FUNCTIONS, "adamw")))
