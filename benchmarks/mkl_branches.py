@@ -8,7 +8,7 @@ input, of three AdamW steps (the script's optimizer; its update takes a square r
 with `--train-steps S` the losses the base's run of train.py logs up to step S (its own code, its spec with
 `steps=S`). The run of docs/results/testbed_training_intel_mkl_branches.log:
 
-    python benchmarks/mkl_branches.py --train-steps 250 --processes 2
+    python benchmarks/mkl_branches.py --train-steps 250 --processes 1
 """
 
 import argparse
