@@ -67,14 +67,12 @@ def base_losses(steps: int) -> dict:
 
     from kvrescue_eval.model_adapters.testbed import train
     from kvrescue_eval.model_adapters.testbed.specs import SPECS
-    from kvrescue_eval.tasks.kv_recall.generate import read_split
 
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(SPECS["base"].threads)
-    problems = read_split("train")
     lines = []
     with tempfile.TemporaryDirectory() as out:
-        train.train_lm("base", train.build_tokenizer(), problems[:-200], problems[-200:], Path(out), lines.append,
+        train.train_lm("base", train.build_tokenizer(), *train.training_problems(), Path(out), lines.append,
                        spec=dataclasses.replace(SPECS["base"], steps=steps))
     return {line.split()[1]: line.split()[3] for line in lines if line.startswith("step ")}
 

@@ -26,7 +26,6 @@ import torch
 from kvrescue_eval.model_adapters.testbed import train
 from kvrescue_eval.model_adapters.testbed.specs import SPECS
 from kvrescue_eval.model_adapters.testbed.tokenizer import build_tokenizer, save_tokenizer
-from kvrescue_eval.tasks.kv_recall.generate import read_split
 
 ARMS = {"full": "mode=full", "bon": "mode=bon,evictor=rkv,budget=80", "rescue": "mode=rescue,evictor=rkv,budget=80"}
 METRICS = ("pass_at_1", "degenerated", "base_tokens")
@@ -37,7 +36,6 @@ def trajectory(steps: int, first: int, out: Path) -> list[dict]:
     train.train_lm itself with the stop rule out of reach."""
     torch.use_deterministic_algorithms(True)
     tokenizer = build_tokenizer()
-    problems = read_split("train")
     spec = dataclasses.replace(SPECS["base"], stop_at=2.0, steps=steps)
     torch.set_num_threads(spec.threads)
     rows = []
@@ -52,7 +50,7 @@ def trajectory(steps: int, first: int, out: Path) -> list[dict]:
             model.save_pretrained(out / f"base-{step}")
             save_tokenizer(tokenizer, out / f"base-{step}")
 
-    train.train_lm("base", tokenizer, problems[:-200], problems[-200:], out, print, spec=spec, observe=observe)
+    train.train_lm("base", tokenizer, *train.training_problems(), out, print, spec=spec, observe=observe)
     return rows
 
 

@@ -303,18 +303,23 @@ def test_the_end_to_end_training_run_wrote_the_shipped_weights():
     assert f"in {int(seconds // 60)} min {round(seconds % 60)} s of CPU time" in text("testbed.md")
 
 
+def base_run(log_name):
+    """The base's run in a training log of docs/results: all before the section of the helper's."""
+    return re.split(r"^## helper", (REPO / "docs" / "results" / log_name).read_text(), flags=re.M)[0]
+
+
+def logged_losses(log):
+    """{step: loss as logged} of a training log's `step N loss X` lines."""
+    return {int(step): loss for step, loss in re.findall(r"^step (\d+) loss (\S+)", log, re.M)}
+
+
 def test_the_intel_base_run_is_its_log():
     """docs/testbed.md's account of the pinned base run on an Intel CPU (docs/results/testbed_training_intel.log)
     against the AMD run that trained the shipped base (testbed_training.log): the last logged step where both
     losses agree and the first where they differ, where the Intel run stops, its held-out figure and sha256,
     which is not the shipped one."""
-    intel = (REPO / "docs" / "results" / "testbed_training_intel.log").read_text().split("\n## helper and prm")[0]
-    amd = (REPO / "docs" / "results" / "testbed_training.log").read_text().split("## helper:")[0]
-
-    def losses(log):
-        return {int(step): loss for step, loss in re.findall(r"^step (\d+) loss (\S+)", log, re.M)}
-
-    on_intel, on_amd = losses(intel), losses(amd)
+    intel = base_run("testbed_training_intel.log")
+    on_intel, on_amd = logged_losses(intel), logged_losses(base_run("testbed_training.log"))
     first = min(step for step in on_intel if on_intel[step] != on_amd[step])
     agreed = max(step for step in on_intel if step < first)
     held_out = float(re.search(r"^base: held-out .* mean p\(right answer\) ([\d.]+)", intel, re.M).group(1))
@@ -334,9 +339,7 @@ def test_no_mkl_branch_on_intel_trains_the_amd_base():
     functions, losses = log.split("# branch")[1:]
     adamw = {line.split()[0]: line.split()[-1] for line in functions.splitlines()[1:] if line.strip()}
     at = {line.split()[0]: [float(x) for x in line.split()[1:]] for line in losses.splitlines()[1:] if line.strip()}
-    amd = {int(step): float(loss) for step, loss in re.findall(
-        r"^step (\d+) loss (\S+)",
-        (REPO / "docs" / "results" / "testbed_training.log").read_text().split("## helper:")[0], re.M)}
+    amd = {step: float(loss) for step, loss in logged_losses(base_run("testbed_training.log")).items()}
     assert len({adamw[b] for b in ("COMPATIBLE", "AVX2", "AVX512")}) == 3
     assert all(row[:3] == [amd[50], amd[100], amd[150]] and row[3] != amd[200] for row in at.values())
     at_200 = [row[3] for row in at.values()]

@@ -164,6 +164,13 @@ def prm_accuracy(model, examples):
     return right / len(examples)
 
 
+def training_problems():
+    """The training split without its last 200 problems, and those 200, held out to decide when to stop (the test
+    split stays unseen)."""
+    problems = read_split("train")
+    return problems[:-200], problems[-200:]
+
+
 def train_lm(name, tokenizer, train, test, out, log, spec=None, observe=None):
     """With `observe`, it is called at every evaluation with the model, the held-out examples and the ids of
     the answer words (benchmarks/testbed_base_stop_rule.py records and saves checkpoints with it)."""
@@ -268,9 +275,7 @@ def main(argv=None):
     restart_with_pinned_kernels(argv)
     torch.use_deterministic_algorithms(True)
     tokenizer = build_tokenizer()
-    # The last 200 training problems are held out to decide when to stop; the test split stays unseen.
-    problems = read_split("train")
-    train, test = problems[:-200], problems[-200:]
+    train, test = training_problems()
 
     def log(message):
         print(message, flush=True)
