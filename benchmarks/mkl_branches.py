@@ -1,12 +1,14 @@
 """Which floating-point results of the testbed's training change with MKL's code branch (`MKL_CBWR`).
 
 torch's CPU wheel runs its float matrix products in MKL (SGEMM, which `MKL_VERBOSE=1` logs) and, unlogged, the
-vector math of `torch.sqrt`, `exp`, `log` and `tanh` (MKL's VML); `model_adapters/testbed/train.py` pins
-`MKL_CBWR=COMPATIBLE` with torch's own kernels (`ATEN_CPU_CAPABILITY=default`). One process per branch, one
-thread, torch's kernels pinned; each prints the sha256 (first 12 hex digits) of those functions over a fixed
-input, of three AdamW steps (the script's optimizer; its update takes a square root, no matrix product), and
+vector math of `torch.sqrt`, `exp`, `log` and `tanh` (MKL's VML). One process per branch, one thread, with
+train.py's `PINNED_KERNELS`; each prints the sha256 (first 12 hex digits) of those functions over a fixed input,
+of three AdamW steps unfused and fused (no matrix product; the unfused update takes its square root in MKL), and
 with `--train-steps S` the losses the base's run of train.py logs up to step S (its own code, its spec with
-`steps=S`). The run of docs/results/testbed_training_intel_mkl_branches.log:
+`steps=S`). Until commit a29669f train.py ran in MKL, pinned to `MKL_CBWR=COMPATIBLE`, and the losses changed
+with the branch (docs/results/testbed_training_intel_mkl_branches.log); it now runs under
+model_adapters/testbed/portable_kernels.py, which calls no MKL, and they should not
+(docs/results/testbed_training_portable_mkl_branches.log). Both runs:
 
     python benchmarks/mkl_branches.py --train-steps 250 --processes 1
 """
@@ -22,8 +24,11 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from kvrescue_eval.model_adapters.testbed.portable_kernels import PINNED_KERNELS
+
 BRANCHES = ("COMPATIBLE", "SSE4_2", "AVX", "AVX2", "AVX2,STRICT", "AVX512", "AVX512_E1")
 FUNCTIONS = ("sqrt", "exp", "log", "tanh", "cos", "sin")
+ADAMW = ("adamw", "adamw fused")
 # oneMKL's MKL_CBWR code branches; it runs AUTO, silently, for a value it does not know.
 KNOWN_BRANCHES = ("AUTO", "COMPATIBLE", "SSE4_1", "SSE4_2", "AVX", "AVX2", "AVX2_E1", "AVX512", "AVX512_E1",
                   "AVX512_E2", "AVX512_E3", "AVX512_E4", "AVX512_E5", "AVX10")
@@ -49,12 +54,12 @@ def function_digests() -> dict:
     return {name: digest(getattr(torch, name)(inputs.get(name, x))) for name in FUNCTIONS}
 
 
-def adamw_digest() -> str:
+def adamw_digest(fused: bool) -> str:
     import torch
 
     torch.manual_seed(0)
     parameter = torch.nn.Parameter(torch.randn(200_000))
-    optimizer = torch.optim.AdamW([parameter], lr=1e-3)
+    optimizer = torch.optim.AdamW([parameter], lr=1e-3, fused=fused)
     for _ in range(3):
         parameter.grad = torch.randn_like(parameter) * 1e-3
         optimizer.step()
@@ -78,14 +83,14 @@ def base_losses(steps: int) -> dict:
 
 
 def child(train_steps: int) -> None:
-    result = {"functions": function_digests(), "adamw": adamw_digest()}
+    result = {"functions": function_digests(), "adamw": adamw_digest(False), "adamw fused": adamw_digest(True)}
     if train_steps:
         result["losses"] = base_losses(train_steps)
     print(json.dumps(result))
 
 
 def run_branch(branch: str, train_steps: int) -> dict:
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": branch, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, **PINNED_KERNELS, "MKL_CBWR": branch, "OMP_NUM_THREADS": "1"}
     command = [sys.executable, __file__, "--child", "--train-steps", str(train_steps)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -104,9 +109,9 @@ def main() -> None:
     branches = args.branches or list(BRANCHES)
     with ThreadPoolExecutor(args.processes) as pool:
         results = dict(zip(branches, pool.map(lambda b: run_branch(b, args.train_steps), branches)))
-    print("# branch      " + "  ".join(f"{name:<12}" for name in (*FUNCTIONS, "adamw")))
+    print("# branch      " + "  ".join(f"{name:<12}" for name in (*FUNCTIONS, *ADAMW)))
     for branch, result in results.items():
-        cells = [result["functions"][name] for name in FUNCTIONS] + [result["adamw"]]
+        cells = [result["functions"][name] for name in FUNCTIONS] + [result[name] for name in ADAMW]
         print(f"{branch:<13} " + "  ".join(cells))
     if args.train_steps:
         steps = list(next(iter(results.values()))["losses"])

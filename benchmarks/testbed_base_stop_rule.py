@@ -6,9 +6,11 @@ held-out mean p(right answer) the stop rule reads and the teacher-forced argmax 
 and saves a checkpoint at every evaluation from `--first` on. With `--evaluate`, each saved checkpoint then
 runs as the base of the preset recall-cpu (N 4; R-KV at budget 80 for bon and rescue) on all 200 test
 problems through `lm_eval`: full KV, evicted best-of-N and KV-Rescue, the helper and PRM given by `--helper`
-and `--prm` (default: the shipped ones). Writes one JSON.
+and `--prm` (default: the shipped ones). Writes one JSON. docs/results/testbed_base_stop_rule.json was written
+with the training code of 2026-12-06, whose pinned kernels were `ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE`;
+today's:
 
-    ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE OMP_NUM_THREADS=1 \
+    ATEN_CPU_CAPABILITY=default OPENBLAS_CORETYPE=Haswell OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
         python benchmarks/testbed_base_stop_rule.py --steps 1050 --first 650 --out /tmp/ck --evaluate 700,750,800,850,900 \
         --helper DIR/helper --prm DIR/prm --json docs/results/testbed_base_stop_rule.json
 """

@@ -10,12 +10,10 @@ prm     a Qwen2 decoder (started from a language model of the task, `prm_lm`) wi
         one or a wrong one, examples.wrong_step) with the step labels at the tags and, densely, a label at every answer word
         (is it the expected word?): with labels at the tags alone it stayed at chance on CPU.
 
-Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, the thread count of each spec, and CPU
-kernels that do not depend on the instruction sets the CPU offers (`PINNED_KERNELS`; the script restarts
-itself with them): a rerun from scratch on the same CPU gives bit-identical weights, with or without AVX-512
-(tests/testbed/test_training.py checks both on short runs). Not across CPU vendors: the shipped weights come
-from an AMD EPYC, and on an Intel Xeon the script writes three other models, a testbed of its own
-(docs/testbed.md, "Reproducing the weights").
+Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, the thread count of each spec, and arithmetic
+that depends neither on the instruction sets the CPU offers nor on its vendor (portable_kernels.py: nothing runs
+in MKL, OpenBLAS and torch's own kernels pinned; the script restarts itself with `PINNED_KERNELS`): a rerun
+from scratch gives bit-identical weights on any x86-64 CPU with AVX2 and FMA (tests/testbed/test_training.py).
 """
 
 import argparse
@@ -36,6 +34,7 @@ from kvrescue_eval.tasks.kv_recall.words import CODES, END, KEYS, VALUES
 
 from . import MODELS, WEIGHTS_DIR
 from .examples import lm_example, place_weights, prm_example
+from .portable_kernels import PINNED_KERNELS, portably
 from .simulated_eviction import visibility_mask
 from .specs import SPECS, UNLEARNED
 from .tokenizer import STEP_TAG, build_tokenizer, save_tokenizer
@@ -47,7 +46,7 @@ def qwen2_config(spec, tokenizer, **extra):
         num_attention_heads=spec.heads, num_key_value_heads=spec.kv_heads,
         intermediate_size=spec.intermediate, max_position_embeddings=4096, rope_theta=10000.0,
         tie_word_embeddings=True, bos_token_id=None, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id, attn_implementation="sdpa", **extra)
+        pad_token_id=tokenizer.pad_token_id, attn_implementation="eager", **extra)
 
 
 class ProcessRewardModel(nn.Module):
@@ -73,7 +72,7 @@ def train_loop(model, spec, batches, loss_fn, log, evaluate=None):
     deterministic; it returns the score it logs and whether the spec's stop rule is met) says so, or once
     `spec.patience` evaluations in a row have not beaten the best score so far."""
     trained = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trained, lr=spec.lr, weight_decay=0.01)
+    optimizer = torch.optim.AdamW(trained, lr=spec.lr, weight_decay=0.01, fused=True)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / spec.warmup))
     model.train()
     start = time.time()
@@ -171,6 +170,7 @@ def training_problems():
     return problems[:-200], problems[-200:]
 
 
+@portably
 def train_lm(name, tokenizer, train, test, out, log, spec=None, observe=None):
     """With `observe`, it is called at every evaluation with the model, the held-out examples and the ids of
     the answer words (benchmarks/testbed_base_stop_rule.py records and saves checkpoints with it)."""
@@ -199,6 +199,7 @@ def train_lm(name, tokenizer, train, test, out, log, spec=None, observe=None):
     save_tokenizer(tokenizer, out / name)
 
 
+@portably
 def train_prm(tokenizer, train, test, out, log, spec=None, start=None, name="prm"):
     """The PRM `name`, its decoder started from the language model saved in the folder `start` (if given)."""
     spec = spec or SPECS[name]
@@ -245,23 +246,12 @@ def save_prm(model, config, tokenizer, folder):
     save_tokenizer(tokenizer, folder)
 
 
-# Without these the weights depend on the CPU: the same script trained other base and PRM weights on an AMD
-# EPYC than on an Intel Xeon, and torch's vectorized kernels sum in another order with AVX2 than with AVX-512
-# (runs differ from the first steps on). torch's kernels without vector extensions, and MKL's reproducible
-# path. They are not enough across vendors: pinned, the base still trains other weights on an Intel Xeon than on
-# the AMD EPYC that trained the shipped ones (docs/results/testbed_training_intel.log), and no MKL_CBWR branch on
-# the Intel CPU gives the AMD run's (benchmarks/mkl_branches.py: MKL's SGEMM and its vector math, AdamW's sqrt
-# among it, change bits with the branch). Training takes about
-# twice as long. Both are read when torch starts.
-PINNED_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
-
-
 def restart_with_pinned_kernels(argv):
     """Replaces this process by the same command with `PINNED_KERNELS` set, unless they already are."""
     if all(os.environ.get(name) == value for name, value in PINNED_KERNELS.items()):
         return
     pinned = " ".join(f"{name}={value}" for name, value in PINNED_KERNELS.items())
-    print(f"restarting with {pinned}: weights that do not depend on the CPU's instruction sets", flush=True)
+    print(f"restarting with {pinned}: weights that do not depend on the CPU", flush=True)
     os.execve(sys.executable, [sys.executable, "-m", __spec__.name, *argv], {**os.environ, **PINNED_KERNELS})
 
 

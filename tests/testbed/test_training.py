@@ -90,8 +90,9 @@ problems = read_split("train")[:32]
 spec = dataclasses.replace(train.SPECS["base"], steps=3)
 train.train_lm("base", build_tokenizer(), problems, problems[:2], Path(sys.argv[1]), lambda m: None, spec=spec)
 """
-# What an x86-64 CPU without AVX-512 offers, as torch, MKL and oneDNN read it
-AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+# What an x86-64 CPU without AVX-512 offers, as torch, MKL, oneDNN and OpenBLAS read it
+AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+             "OPENBLAS_CORETYPE": "Haswell"}
 KERNEL_SETTINGS = {*AVX2_ONLY, *train.PINNED_KERNELS}
 
 
