@@ -10,8 +10,8 @@ Xeon than on an AMD EPYC (docs/testbed.md, "Reproducing the weights"). Inside `P
   OpenBLAS is built, not read from the CPU);
 - `cos`, `sin` and `exp` go element by element through Python's `math` (glibc's double-precision functions),
   rounded to the tensor's dtype;
-- every other op that would run in MKL (`MKL_BOUND`) is refused, so a model or loss that starts calling one fails
-  at once instead of training CPU-dependent weights.
+- every other op that would run in MKL (`MKL_BOUND`, in-place and foreach forms included) is refused, so a
+  model or loss that starts calling one fails at once instead of training CPU-dependent weights.
 
 torch's own kernels run in their plain build (ATEN_CPU_CAPABILITY=default): without vector extensions they sum
 in the same order whatever the CPU offers. Attention must be eager (matrix products and a softmax): torch's
@@ -25,6 +25,7 @@ import math
 import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 # Read when torch and numpy load their libraries: train.py restarts itself with them set.
 PINNED_KERNELS = {"ATEN_CPU_CAPABILITY": "default", "OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_NUM_THREADS": "1"}
@@ -36,7 +37,12 @@ MKL_BOUND = frozenset({
     "tanh", "trunc", "mv", "addmv", "dot", "vdot", "addr", "addbmm",
     "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
 })
-ELEMENTWISE = {"cos": math.cos, "sin": math.sin, "exp": math.exp}
+aten = torch.ops.aten
+PRODUCTS = (aten.mm.default, aten.bmm.default)
+SCALED_SUMS = (aten.addmm.default, aten.baddbmm.default)  # beta * start + alpha * product
+ELEMENTWISE = {aten.cos.default: math.cos, aten.sin.default: math.sin, aten.exp.default: math.exp}
+IN_PLACE = {aten.cos_.default: math.cos, aten.sin_.default: math.sin, aten.exp_.default: math.exp}
+ROUTED = ("mm", "bmm", "addmm", "baddbmm", "cos", "sin", "exp")
 
 
 def matrix_product(a, b):
@@ -65,29 +71,29 @@ def is_float(value):
 
 
 class PortableKernels(TorchDispatchMode):
-    """While active, the CPU float ops torch would run in MKL run as the module docstring says, or raise."""
+    """While active, the CPU float ops torch would run in MKL run as the module docstring says, or raise. It sees
+    the ops called, not those an op's own kernel calls inside it: that a training step calls no MKL is checked
+    apart (MKL_VERBOSE, and the same losses under every MKL branch: benchmarks/mkl_branches.py)."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        name = func.overloadpacket.__name__
-        in_place = name.endswith("_") and not name.startswith("_")
-        base = name.removesuffix("_") if in_place else name
-        if not any(is_float(a) for a in args):
+        if not any(is_float(leaf) for leaf in tree_leaves((args, kwargs))):
             return func(*args, **kwargs)
-        if base in ("mm", "bmm") and not in_place and func.overloadpacket.default == func:
+        if func in PRODUCTS:
             return matrix_product(*args)
-        if base in ("addmm", "baddbmm") and not in_place and func.overloadpacket.default == func:
+        if func in SCALED_SUMS:
             start, a, b = args
             return scaled_sum(start, matrix_product(a, b), kwargs.get("beta", 1), kwargs.get("alpha", 1))
-        if base in ELEMENTWISE and func.overloadpacket.default == func:
-            result = elementwise(ELEMENTWISE[base], args[0])
-            return args[0].copy_(result) if in_place else result
-        if base in MKL_BOUND or base in ("mm", "bmm", "addmm", "baddbmm"):
-            raise RuntimeError(f"{func} would run in MKL, whose results depend on the CPU's vendor; "
-                               f"PortableKernels routes only mm, bmm, addmm, baddbmm, {', '.join(ELEMENTWISE)} "
-                               f"(use eager attention and AdamW(fused=True))")
+        if func in ELEMENTWISE:
+            return elementwise(ELEMENTWISE[func], args[0])
+        if func in IN_PLACE:
+            return args[0].copy_(elementwise(IN_PLACE[func], args[0]))
+        op = func.overloadpacket.__name__.removeprefix("_foreach_")
+        if op.removesuffix("_") in MKL_BOUND | set(ROUTED):
+            raise RuntimeError(f"{func} would run in MKL, whose results depend on the CPU's vendor; PortableKernels "
+                               f"routes {', '.join(ROUTED)} (not their out= or foreach forms); use eager attention "
+                               "and AdamW(fused=True)")
         return func(*args, **kwargs)
-
 
 def portably(function):
     """`function` run inside `PortableKernels`."""

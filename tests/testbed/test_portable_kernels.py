@@ -50,9 +50,10 @@ def test_cos_sin_and_exp_are_the_double_precision_values_rounded_to_the_dtype():
 
 
 @pytest.mark.parametrize("op", [
-    lambda x: torch.sqrt(x), lambda x: torch.log(x), lambda x: torch.tanh(x), lambda x: torch.mv(x, x[0]),
+    lambda x: torch.sqrt(x), lambda x: x.sqrt_(), lambda x: torch._foreach_sqrt([x]), lambda x: torch.log(x),
+    lambda x: torch.tanh(x), lambda x: torch.mv(x, x[0]), lambda x: torch.mm(x, x, out=torch.empty(4, 4)),
     lambda x: torch.nn.functional.scaled_dot_product_attention(x[None, None], x[None, None], x[None, None]),
-], ids=["sqrt", "log", "tanh", "mv", "fused attention"])
+], ids=["sqrt", "sqrt in place", "foreach sqrt", "log", "tanh", "mv", "mm into out", "fused attention"])
 def test_every_other_op_that_would_run_in_mkl_is_refused(op):
     with PortableKernels(), pytest.raises(RuntimeError, match="would run in MKL"):
         op(torch.ones(4, 4))
