@@ -12,8 +12,9 @@ prm     a Qwen2 decoder (started from a language model of the task, `prm_lm`) wi
 
 Deterministic: fixed seeds, `torch.use_deterministic_algorithms`, the thread count of each spec, and arithmetic
 that depends neither on the instruction sets the CPU offers nor on its vendor (portable_kernels.py: nothing runs
-in MKL, OpenBLAS and torch's own kernels pinned; the script restarts itself with `PINNED_KERNELS`): a rerun
-from scratch gives bit-identical weights on any x86-64 CPU with AVX2 and FMA (tests/testbed/test_training.py).
+in MKL, OpenBLAS and torch's own kernels pinned; the script restarts itself with `PINNED_KERNELS`), built so that
+a rerun from scratch gives bit-identical weights on any x86-64 CPU with AVX2 and FMA (tests/testbed/test_training.py
+and test_portable_kernels.py; checked so far on Intel Xeons only: docs/testbed.md, "Reproducing the weights").
 """
 
 import argparse
