@@ -41,8 +41,9 @@ aten = torch.ops.aten
 PRODUCTS = (aten.mm.default, aten.bmm.default)
 SCALED_SUMS = (aten.addmm.default, aten.baddbmm.default)  # beta * start + alpha * product
 ELEMENTWISE = {aten.cos.default: math.cos, aten.sin.default: math.sin, aten.exp.default: math.exp}
-IN_PLACE = {aten.cos_.default: math.cos, aten.sin_.default: math.sin, aten.exp_.default: math.exp}
-ROUTED = ("mm", "bmm", "addmm", "baddbmm", "cos", "sin", "exp")
+IN_PLACE = {getattr(aten, f"{op.overloadpacket.__name__}_").default: f for op, f in ELEMENTWISE.items()}  # cos_, ...
+ROUTED = tuple(op.overloadpacket.__name__ for op in (*PRODUCTS, *SCALED_SUMS, *ELEMENTWISE))
+REFUSED = MKL_BOUND | set(ROUTED)  # any other form of a routed op (out=, foreach) would still run in MKL
 
 
 def matrix_product(a, b):
@@ -89,11 +90,12 @@ class PortableKernels(TorchDispatchMode):
         if func in IN_PLACE:
             return args[0].copy_(elementwise(IN_PLACE[func], args[0]))
         op = func.overloadpacket.__name__.removeprefix("_foreach_")
-        if op.removesuffix("_") in MKL_BOUND | set(ROUTED):
+        if op.removesuffix("_") in REFUSED:
             raise RuntimeError(f"{func} would run in MKL, whose results depend on the CPU's vendor; PortableKernels "
                                f"routes {', '.join(ROUTED)} (not their out= or foreach forms); use eager attention "
                                "and AdamW(fused=True)")
         return func(*args, **kwargs)
+
 
 def portably(function):
     """`function` run inside `PortableKernels`."""
