@@ -4,7 +4,8 @@ Trains the base of `model_adapters/testbed/specs.py` as `train.py` does (same ex
 score; run it with train.PINNED_KERNELS set, as train.py restarts itself) but without stopping, records the
 held-out mean p(right answer) the stop rule reads and the teacher-forced argmax accuracy at every evaluation,
 and saves a checkpoint at every evaluation from `--first` on. With `--evaluate`, each saved checkpoint then
-runs as the base of the preset recall-cpu (N 4; R-KV at budget 80 for bon and rescue) on all 200 test
+runs as the base of the preset recall-cpu (N 4; R-KV at budget 80, the preset's budget while the recipe was
+settled, for bon and rescue) on all 200 test
 problems through `lm_eval`: full KV, evicted best-of-N and KV-Rescue, the helper and PRM given by `--helper`
 and `--prm` (default: the shipped ones). Writes one JSON. docs/results/testbed_base_stop_rule.json was written
 with the training code of 2026-12-06, whose pinned kernels were `ATEN_CPU_CAPABILITY=default MKL_CBWR=COMPATIBLE`;

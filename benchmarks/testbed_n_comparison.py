@@ -87,7 +87,7 @@ def candidates_per_problem(rows: dict) -> float:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("grid", type=Path, help="the testbed grid's sweep folder")
-    parser.add_argument("--budgets", nargs="*", default=["80", "64"])
+    parser.add_argument("--budgets", nargs="*", default=["64", "80"])
     parser.add_argument("--json", type=Path, help="write the comparison here")
     args = parser.parse_args()
     out = [compare(args.grid, f"rescue_n-1_evictor-rkv_budget-{b}", f"rescue_n-4_evictor-rkv_budget-{b}")

@@ -2,7 +2,7 @@
 
 Rescue's accuracy moved from 0.670 to 0.895 across base checkpoints 50 steps apart with one PRM
 (docs/results/testbed_base_stop_rule.json). This runs the arms of `testbed_base_stop_rule.py` (N 4; R-KV at
-budget 80 for bon and rescue; all 200 test problems through `lm_eval`) for every pair of a base checkpoint
+budget 80, the preset's budget then, for bon and rescue; all 200 test problems through `lm_eval`) for every pair of a base checkpoint
 (`base-STEP` folders that script saves) and a PRM, with one helper, and writes one JSON:
 {"prms": {name: folder}, "runs": {prm name: {step: {arm: metrics}}}}.
 

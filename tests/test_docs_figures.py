@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from kvrescue_eval.analysis.cost import GIB, PAPER_ALPHA, CostReport, load_shape
+from kvrescue_eval.model_adapters.settings.presets import PRESETS
 from markdown_cells import rows_headed
 
 REPO = Path(__file__).resolve().parents[1]
+PRESET_BUDGET = str(PRESETS["recall-cpu"]["budget"])
 
 
 def text(name):
@@ -163,16 +165,16 @@ def test_the_tie_rules_figures_are_its_results_file():
 
 def test_the_testbed_prm_ranking_table_is_its_results_file():
     """docs/testbed.md's held-out ranking table quotes docs/results/testbed_prm.json (testbed_prm_ranking.py),
-    a ranking of the shipped PRM, and beside it testbed_prm_4249b013.json, the PRM shipped before, ranked on
-    the same pairs."""
+    a ranking of the shipped PRM, and beside it testbed_prm_0c6cfbb2.json, the PRM shipped before it (trained by the
+    script in MKL), ranked on the same pairs."""
     import json
 
     results = json.loads((REPO / "docs" / "results" / "testbed_prm.json").read_text())
-    before = json.loads((REPO / "docs" / "results" / "testbed_prm_4249b013.json").read_text())
+    before = json.loads((REPO / "docs" / "results" / "testbed_prm_0c6cfbb2.json").read_text())
     assert results["prm_sha256"] == shipped_sha256()["prm/model.safetensors"]
-    assert before["prm_sha256"].startswith("4249b013")
+    assert before["prm_sha256"].startswith("0c6cfbb2")
     rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "wrong steps", "kind", "pairs", "ranked right",
-                       "PRM `4249b013`")
+                       "PRM `0c6cfbb2`")
     labels = ["seen: recall", "seen: code", "seen: end", "unseen: the helper's slip",
               "unseen: the previous helper's slip (the next value's code)", "unseen: run-on, soup",
               "unseen: run-on, loop", "edited: one word of a recall or END step"]
@@ -180,7 +182,7 @@ def test_the_testbed_prm_ranking_table_is_its_results_file():
     for row, label in zip(rows, labels):
         shipped, previous = results["ranking"][label], before["ranking"][label]
         assert previous["pairs"] == shipped["pairs"]
-        assert (row["pairs"], row["ranked right"], row["PRM `4249b013`"]) == (
+        assert (row["pairs"], row["ranked right"], row["PRM `0c6cfbb2`"]) == (
             f"{shipped['pairs']:,}", f"{shipped['ranked_right']:.3f}", f"{previous['ranked_right']:.3f}")
     slips = ", ".join(f"{value} -> {code}" for value, code in results["helper_slips"].items())
     assert f"The helper's wrong codes ({slips}) are none of them among the negatives" in text("testbed.md")
@@ -188,20 +190,27 @@ def test_the_testbed_prm_ranking_table_is_its_results_file():
 
 def test_the_testbeds_n1_against_n4_figures_are_their_results_file():
     """docs/testbed.md's account of N 1 beating N 4 quotes docs/results/testbed_n_comparison.json
-    (benchmarks/testbed_n_comparison.py), budget 80 first, then 64."""
+    (benchmarks/testbed_n_comparison.py), the preset's budget 64 first, then 80: what N 4 loses and gains, the
+    first wrong step committed in each lost answer (every one a base candidate the PRM ranked first), and how
+    many base candidates the PRM ranks."""
     import json
 
-    at_80, at_64 = json.loads((REPO / "docs" / "results" / "testbed_n_comparison.json").read_text())
+    at_64, at_80 = json.loads((REPO / "docs" / "results" / "testbed_n_comparison.json").read_text())
     doc = text("testbed.md")
-    assert f"N 4 loses {at_80['lost']} problems N 1 solves at budget 80 ({at_64['lost']} at 64) and gains " \
-           f"{at_80['gained']} ({at_64['gained']})" in doc
-    assert at_80["lost_first_wrong_step_chosen_from"] == {"base": at_80["lost"]}
+    assert f"N 4 loses {at_64['lost']} problems N 1 solves at budget 64 ({at_80['lost']} at 80) and gains " \
+           f"{at_64['gained']} ({at_80['gained']})" in doc
     assert at_64["lost_first_wrong_step_chosen_from"] == {"base": at_64["lost"]}
-    assert f"{at_80['lost_at_the_end_step']} of the {at_80['lost']} ({at_64['lost_at_the_end_step']} of " \
-           f"{at_64['lost']}) at the END step" in doc
-    candidates = at_80["base_candidates_per_problem"]
-    assert f"At N 4 the PRM ranks {candidates[at_80['worse']]:.1f} base candidates per problem against " \
-           f"{candidates[at_80['better']]:.1f} at N 1" in doc
+    assert at_80["lost_first_wrong_step_chosen_from"] == {"base": at_80["lost"]}
+
+    def at_code_steps(comparison):
+        return sum(" -> " in case["right"] for case in comparison["cases"])
+
+    assert f"{at_code_steps(at_64)} of the {at_64['lost']} ({at_code_steps(at_80)} of {at_80['lost']}) at a code " \
+           "step" in doc
+    assert f"{at_64['lost_at_the_end_step']} of them ({at_80['lost_at_the_end_step']}) at the END step" in doc
+    candidates = at_64["base_candidates_per_problem"]
+    assert f"At N 4 the PRM ranks {candidates[at_64['worse']]:.1f} base candidates per problem against " \
+           f"{candidates[at_64['better']]:.1f} at N 1" in doc
 
 
 def prm_ranking(results_file):
@@ -252,10 +261,11 @@ def test_the_pinned_training_figures_are_its_log():
     assert f"in {steps:,} steps to {ranked:.3f}, sha256 `{sha}`" in doc
 
 
-def test_the_shipped_weights_training_figures_are_its_log():
-    """docs/testbed.md's "Reproducing the weights" quotes the runs that trained the shipped weights
-    (docs/results/testbed_training.log): each model's last step, the shipped files' sha256 (the log's and the
-    files' own), CPU times; the PRM's step count is where Spec.patience ends its run, from the logged scores."""
+def test_the_previous_weights_training_figures_are_their_log():
+    """docs/testbed.md's "Reproducing the weights" quotes the runs of the script in MKL that trained the weights
+    shipped before the portable kernels' (docs/results/testbed_training.log): each model's last step, the
+    files' sha256 (none of them shipped now), CPU times; the PRM's step count is where Spec.patience ends its
+    run, from the logged scores."""
     from kvrescue_eval.model_adapters.testbed.specs import SPECS
 
     log = (REPO / "docs" / "results" / "testbed_training.log").read_text()
@@ -270,7 +280,7 @@ def test_the_shipped_weights_training_figures_are_its_log():
 
     def sha(name):
         logged = re.search(rf"^([0-9a-f]{{64}})  {name}/model.safetensors$", log, re.MULTILINE).group(1)
-        assert shipped[f"{name}/model.safetensors"] == logged
+        assert shipped[f"{name}/model.safetensors"] != logged
         return logged[:8]
 
     best, since, stop = -1.0, 0, None
@@ -288,16 +298,18 @@ def test_the_shipped_weights_training_figures_are_its_log():
     assert f"the PRM's language model and the PRM {prm}" in doc
 
 
-def test_the_end_to_end_training_run_wrote_the_shipped_weights():
-    """docs/results/testbed_training_end_to_end.log: one run of the committed script from end to end (the PRM's
-    negatives of then). Every base and helper file it wrote has the shipped file's sha256, its PRM is the one
-    shipped before the generic negatives (4249b013), its PRM run ends where Spec.patience ends it, and
-    docs/testbed.md quotes its CPU time (user plus system) and its last steps."""
+def test_the_end_to_end_training_run_wrote_the_previous_weights():
+    """docs/results/testbed_training_end_to_end.log: one run of the script in MKL from end to end (the PRM's
+    negatives of then). Every base and helper file it wrote has the sha256 of the one testbed_training.log
+    wrote (the weights shipped before the portable kernels'), its PRM is the one shipped before the generic
+    negatives (4249b013), its PRM run ends where Spec.patience ends it, and docs/testbed.md quotes its CPU
+    time (user plus system) and its last steps."""
     log = (REPO / "docs" / "results" / "testbed_training_end_to_end.log").read_text()
     written = {path: digest for digest, path in re.findall(r"^([0-9a-f]{64})  DIR/(\S+)$", log, re.M)}
-    shipped = shipped_sha256()
+    log_of_previous = (REPO / "docs" / "results" / "testbed_training.log").read_text()
+    previous = {path: digest for digest, path in re.findall(r"^([0-9a-f]{64})  (\S+)$", log_of_previous, re.M)}
     assert {path: digest for path, digest in written.items() if not path.startswith("prm/")} == \
-        {path: digest for path, digest in shipped.items() if not path.startswith("prm/")}
+        {path: digest for path, digest in previous.items() if not path.startswith("prm/")}
     assert written["prm/model.safetensors"].startswith("4249b013")
     prm = log.split("helper: held-out")[1]
     last = int(re.findall(r"^step (\d+) loss", prm, re.M)[-1])
@@ -318,16 +330,18 @@ def logged_losses(log):
 
 def test_the_intel_base_run_is_its_log():
     """docs/testbed.md's account of the pinned base run on an Intel CPU (docs/results/testbed_training_intel.log)
-    against the AMD run that trained the shipped base (testbed_training.log): the last logged step where both
-    losses agree and the first where they differ, where the Intel run stops, its held-out figure and sha256,
-    which is not the shipped one."""
+    against the AMD run that trained the base shipped before the portable kernels' (testbed_training.log): the last
+    logged step where both losses agree and the first where they differ, where the Intel run stops, its held-out
+    figure and sha256, which is neither of those two bases."""
     intel = base_run("testbed_training_intel.log")
     on_intel, on_amd = logged_losses(intel), logged_losses(base_run("testbed_training.log"))
     first = min(step for step in on_intel if on_intel[step] != on_amd[step])
     agreed = max(step for step in on_intel if step < first)
     held_out = float(re.search(r"^base: held-out .* mean p\(right answer\) ([\d.]+)", intel, re.M).group(1))
     sha = re.search(r"^([0-9a-f]{64})  DIR/base/model.safetensors$", intel, re.M).group(1)
-    assert sha != shipped_sha256()["base/model.safetensors"]
+    amd_log = (REPO / "docs" / "results" / "testbed_training.log").read_text()
+    amd_sha = re.search(r"^([0-9a-f]{64})  base/model.safetensors$", amd_log, re.M).group(1)
+    assert sha not in (amd_sha, shipped_sha256()["base/model.safetensors"])
     doc = text("testbed.md")
     assert (f"logs the AMD run's losses to the fourth decimal up to step {agreed} and other ones from step {first} "
             f"on ({on_intel[first]} against {on_amd[first]}), stops after {max(on_intel):,} steps instead of "
@@ -428,7 +442,7 @@ def test_the_row_number_ranking_per_row_is_its_results_files():
     """docs/testbed.md's table of another row's number, per row: each PRM's column is its ranking results file."""
     files = {"previous PRM": "testbed_prm_previous.json", "pinned PRM": "testbed_prm_pinned.json",
              "PRM with edits": "testbed_prm_edits.json", "PRM `4249b013`": "testbed_prm_4249b013.json",
-             "shipped PRM": "testbed_prm.json"}
+             "PRM `0c6cfbb2`": "testbed_prm_0c6cfbb2.json", "shipped PRM": "testbed_prm.json"}
     ranked = {column: prm_ranking(name) for column, name in files.items()}
     rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "row", "pairs", *files)
     assert [row["row"] for row in rows] == [str(row) for row in range(1, 10)]
@@ -472,15 +486,17 @@ def test_the_pinned_recipe_runs_best_model_so_far_is_its_results_file():
             f"{(rescue - bon) / (full - bon):.3f}") in text("testbed.md")
 
 
-def preset_setting_figures(report, budget="80"):
+def preset_setting_figures(report, budget=PRESET_BUDGET):
     """The "measured" cells of docs/testbed.md's table against issue 32's criteria, from the testbed grid's
-    report: the preset's setting (N 4, R-KV, `budget`), Fig. 1(a), helper share at both budgets, Table 2."""
+    report: the preset's setting (N 4, R-KV, `budget`, by default the preset's), Fig. 1(a), helper share at
+    both budgets (the other one in brackets), Table 2."""
     oracle = next(row for row in rows_headed(report, "base", "n", "evictor", "budget", "helper", "scorer", "detector")
                   if "oracle" in row and (row["n"], row["evictor"], row["budget"], row["detector"]) == ("4", "rkv", budget, "on"))
     share = {row["budget"]: row["helper_share"] for row in rows_headed(report, "base", "mode", "n", "evictor")
              if "shared_share" in row and (row["mode"], row["n"], row["evictor"], row["detector"]) == ("rescue", "4", "rkv", "on")}
     table2 = {row["method"]: row for row in rows_headed(report, "base", "n", "evictor", "budget", "benchmark", "method")
               if (row["n"], row["evictor"], row["budget"]) == ("4", "rkv", budget)}
+    [other] = set(share) - {budget}
     full, bon, helper, rescue = (float(oracle[k]) / 100 for k in ("full", "bon", "helper_alone", "rescue"))
     on, off, evicted = (float(table2[m]["base_tokens"]) for m in ("+ early exit", "+ interleaving", "bon"))
     return {
@@ -493,7 +509,7 @@ def preset_setting_figures(report, budget="80"):
             f"{float(oracle['oracle']) / 100:.3f}, recovers {float(oracle['oracle_recovery']) / 100:.3f} of the gap",
         "rescue": f"{rescue:.3f}, recovery {(rescue - bon) / (full - bon):.3f}",
         "rescue - max(helper alone, bon)": f"{rescue - max(helper, bon):.3f}",
-        "helper share of committed steps": f"{share['80']}% ({share['64']}% at budget 64)",
+        "helper share of committed steps": f"{share[budget]}% ({share[other]}% at budget {other})",
         "detector on against off: early exits": f"{table2['+ early exit']['early_exit_rate']}% of base candidates",
         "detector on against off: base tokens":
             f"{on:,.1f} against {off:,.1f} per problem ({100 * (1 - on / off):.1f}% fewer)",
@@ -503,63 +519,81 @@ def preset_setting_figures(report, budget="80"):
     }
 
 
+def meets_issue_32(figures) -> bool:
+    """Every criterion of issue 32's "Done when" that the criteria table holds, by the issue's numbers."""
+    def numbers(what):
+        return [float(x) for x in re.findall(r"[\d.]+", figures[what].replace(",", ""))]
+
+    full, bon, helper = (float(figures[what]) for what in ("full-KV base", "evicted best-of-N (bon)", "helper alone"))
+    only_bon, only_helper = numbers("problems solved by bon and not the helper / by the helper and not bon")
+    oracle_recovery = numbers("Fig. 1(a) oracle (bon or helper)")[1]
+    rescue, recovery = numbers("rescue")
+    share, other_share, other_budget = numbers("helper share of committed steps")
+    exits = numbers("detector on against off: early exits")[0]
+    fewer = numbers("detector on against off: base tokens")[-1]
+    on, off = numbers("detector on against off: pass@1")
+    smaller = share > other_share if float(PRESET_BUDGET) < other_budget else share < other_share
+    return (full >= 0.9 and 0.15 <= bon <= 0.6 and 0.3 <= helper <= 0.65 and min(only_bon, only_helper) >= 5
+            and oracle_recovery >= 0.5 and recovery >= 0.8 and rescue - max(bon, helper) >= 0.15
+            and 15 <= share <= 70 and 15 <= other_share <= 70 and smaller and 3 <= exits <= 30 and fewer >= 15
+            and abs(on - off) <= 0.03 and numbers("base tokens, rescue / bon (the grid's Table 2 layout)")[0] <= 0.6)
+
+
 def test_the_testbeds_criteria_table_is_its_grids_report():
     """docs/testbed.md's table of the preset's setting against issue 32's criteria quotes the committed report of
-    the testbed grid; recovery and the margin by their definitions."""
+    the testbed grid on the shipped models, which meet every criterion; recovery and the margin by their
+    definitions."""
     report = (REPO / "docs" / "results" / "testbed_grid_report.md").read_text()
     rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "what", "measured", "target")
-    assert {row["what"]: row["measured"] for row in rows} == preset_setting_figures(report)
-
-
-def test_the_intel_column_is_the_grid_of_the_models_trained_on_intel():
-    """The criteria table's last column quotes the testbed grid on the models the committed script trained on an
-    Intel CPU (docs/results/testbed_grid_intel_report.md); the prose names the one criterion they miss and adds
-    its rescue to the recipe's spread."""
-    report = (REPO / "docs" / "results" / "testbed_grid_intel_report.md").read_text()
     figures = preset_setting_figures(report)
-    rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "what", "measured", "target")
-    assert {row["what"]: row["the script's models trained on an Intel Xeon"] for row in rows} == figures
-    rescue, recovery = (float(x) for x in re.findall(r"[\d.]+", figures["rescue"]))
-    doc = text("testbed.md")
-    assert recovery < 0.80 and f"every criterion holds but rescue's: {rescue:.3f}, a recovery of {recovery:.3f}" in doc
-    assert f"and the whole script on an Intel Xeon {rescue:.3f} in MKL" in doc
+    assert {row["what"]: row["measured"] for row in rows} == figures
+    assert meets_issue_32(figures)
 
 
-def test_the_portable_column_is_the_grid_of_the_portable_models():
-    """The criteria table's last column quotes the testbed grid on the models the script trained with its portable
-    kernels (docs/results/testbed_grid_portable_report.md); the prose names the criterion they miss at budget 80
-    and quotes the same grid's figures at budget 64, where every criterion holds."""
-    report = (REPO / "docs" / "results" / "testbed_grid_portable_report.md").read_text()
-    figures = preset_setting_figures(report)
+def test_the_shipped_models_at_budget_80_miss_the_oracle_criterion():
+    """The same grid at budget 80, the preset's budget until the portable models were shipped: the prose quotes
+    the one criterion they miss there (the Fig. 1(a) oracle's recovery) and their rescue."""
+    report = (REPO / "docs" / "results" / "testbed_grid_report.md").read_text()
+    at_80 = preset_setting_figures(report, "80")
+    oracle, oracle_recovery = re.findall(r"[\d.]+", at_80["Fig. 1(a) oracle (bon or helper)"])
+    rescue, recovery = re.findall(r"[\d.]+", at_80["rescue"])
+    assert not meets_issue_32(at_80) and float(oracle_recovery) < 0.5
+    assert (f"At budget 80 they meet every criterion but one: bon solves {at_80['evicted best-of-N (bon)']} and "
+            f"the helper {at_80['helper alone']}, and the Fig. 1(a) oracle, {oracle}, recovers {oracle_recovery} "
+            f"of the gap, under the 0.5 asked; rescue solves {rescue}, a recovery of {recovery}") in text("testbed.md")
+
+
+@pytest.mark.parametrize("column, report", [
+    ("the weights shipped before (script in MKL, AMD EPYC)", "testbed_grid_amd_report.md"),
+    ("the script in MKL on an Intel Xeon", "testbed_grid_intel_report.md")])
+def test_the_other_columns_are_the_grids_of_the_other_draws(column, report):
+    """The criteria table's other columns quote the testbed grid on two other draws of the recipe: the models the
+    script trained in MKL on an AMD EPYC (shipped before the portable kernels') and on an Intel Xeon."""
+    figures = preset_setting_figures((REPO / "docs" / "results" / report).read_text())
     rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "what", "measured", "target")
-    assert {row["what"]: row["the script's portable run (Intel Xeon)"] for row in rows} == figures
-    oracle = re.findall(r"[\d.]+", figures["Fig. 1(a) oracle (bon or helper)"])[1]
-    rescue, recovery = re.findall(r"[\d.]+", figures["rescue"])
+    assert {row["what"]: row[column] for row in rows} == figures
+
+
+def test_the_prose_names_what_the_other_draws_miss():
+    """The prose under the criteria table names what each other draw misses at the preset's budget (the previous
+    weights: the detector's accuracy, better by more than 0.03; the Intel models: bon too weak, rescue's
+    recovery too low) and the spread of rescue across the three draws."""
+    def figures(name):
+        return preset_setting_figures((REPO / "docs" / "results" / name).read_text())
+
+    shipped, amd, intel = (figures(name) for name in ("testbed_grid_report.md", "testbed_grid_amd_report.md",
+                                                      "testbed_grid_intel_report.md"))
+    assert not meets_issue_32(amd) and not meets_issue_32(intel)
+    on, off = amd["detector on against off: pass@1"].split(" against ")
+    assert float(on) - float(off) > 0.03
+    rescue = {name: draw["rescue"].split(",")[0] for name, draw in (("shipped", shipped), ("amd", amd), ("intel", intel))}
+    intel_recovery = intel["rescue"].split("recovery ")[1]
     doc = text("testbed.md")
-    assert float(oracle) < 0.5 and f"every criterion holds but the Fig. 1(a) oracle's, which recovers {oracle}" in doc
-    assert f"the Fig. 1(a) oracle recovers {oracle} of the gap" in doc
-    assert f"stronger ({figures['evicted best-of-N (bon)']}); rescue solves {rescue}, a recovery of {recovery}" in doc
-    assert f"and {rescue} with the portable kernels (the table's last two columns)" in doc
-    at_64 = preset_setting_figures(report, "64")
-    only_bon, only_helper = re.findall(r"[\d.]+%", at_64["problems solved by bon and not the helper / by the helper and not bon"])
-    oracle_64, oracle_recovery_64 = re.findall(r"[\d.]+", at_64["Fig. 1(a) oracle (bon or helper)"])
-    rescue_64, recovery_64 = re.findall(r"[\d.]+", at_64["rescue"])
-    exits = at_64["detector on against off: early exits"].split("%")[0]
-    fewer = re.search(r"\(([\d.]+)% fewer\)", at_64["detector on against off: base tokens"]).group(1)
-    on, off = at_64["detector on against off: pass@1"].split(" against ")
-    share_80, share_64 = (float(x) for x in re.findall(r"([\d.]+)%", at_64["helper share of committed steps"]))
-    bon, helper = float(at_64["evicted best-of-N (bon)"]), float(at_64["helper alone"])
-    assert (float(at_64["full-KV base"]) >= 0.9 and 0.15 <= bon <= 0.6 and 0.3 <= helper <= 0.65
-            and min(float(only_bon[:-1]), float(only_helper[:-1])) >= 5 and float(oracle_recovery_64) >= 0.5
-            and float(recovery_64) >= 0.8 and float(rescue_64) - max(bon, helper) >= 0.15
-            and 15 <= share_64 <= 70 and share_64 > share_80 and 3 <= float(exits) <= 30 and float(fewer) >= 15
-            and abs(float(on) - float(off)) <= 0.03
-            and float(at_64["base tokens, rescue / bon (the grid's Table 2 layout)"].split()[0]) <= 0.6)  # issue 32's
-    assert (f"At budget 64, the paper's B, the same grid meets every criterion: bon {at_64['evicted best-of-N (bon)']}, "
-            f"the helper {at_64['helper alone']}, solved only by bon / only by the helper {only_bon} / {only_helper}, "
-            f"the oracle {oracle_64} recovering {oracle_recovery_64}, rescue {rescue_64} (recovery {recovery_64}), "
-            f"early exits on {exits}% of base candidates, {fewer}% fewer base tokens, pass@1 {on} against {off} "
-            "with the detector off") in doc
+    assert f"with the detector on it solves {on} against {off} with it off" in doc
+    assert (f"the Intel models' evicted bon solves {intel['evicted best-of-N (bon)']} (under the 0.15 asked) and "
+            f"their rescue {rescue['intel']}, a recovery of {intel_recovery}") in doc
+    assert (f"the whole script gave rescue {rescue['shipped']} with the portable kernels, {rescue['amd']} in MKL on an "
+            f"AMD EPYC and {rescue['intel']} in MKL on an Intel Xeon") in doc
 
 
 def test_the_intel_testbeds_training_is_its_log():
@@ -584,8 +618,9 @@ def test_the_intel_testbeds_training_is_its_log():
 
 
 def test_the_spread_of_the_recipes_draws_is_every_checkpoint_runs_rescue():
-    """docs/testbed.md's "what it does not show" quotes the lowest and highest rescue (N 4, R-KV 80) over every
-    base checkpoint and PRM measured while the recipe was settled, from their results files."""
+    """docs/testbed.md's "what it does not show" quotes the lowest and highest rescue (N 4, R-KV 80, the preset's
+    budget while the recipe was settled) over every base checkpoint and PRM measured then, from their results
+    files."""
     import json
 
     results = REPO / "docs" / "results"
@@ -595,19 +630,21 @@ def test_the_spread_of_the_recipes_draws_is_every_checkpoint_runs_rescue():
                  "testbed_prm_kinds_pinned_1100.json"):
         runs = json.loads((results / name).read_text())["runs"]
         rescues += [arms["rescue"]["pass_at_1"] for run in runs.values() for arms in run.values()]
-    assert (f"or with another PRM, gave rescue from {min(rescues):.3f} to {max(rescues):.3f} at this setting"
+    assert (f"or with another PRM, gave rescue from {min(rescues):.3f} to {max(rescues):.3f} at budget 80"
             in text("testbed.md"))
 
 
 def test_the_portable_training_is_its_log():
     """docs/testbed.md's account of the script's run with its portable kernels (testbed_training_portable.log):
     each model's steps, held-out figure, sha256 and CPU time (user plus system); the PRM's saved model is the
-    first to reach its best held-out score; the base's rerun wrote the same bytes; none is a shipped file."""
+    first to reach its best held-out score; the base's rerun wrote the same bytes; the three model files are the
+    shipped ones."""
     log = (REPO / "docs" / "results" / "testbed_training_portable.log").read_text()
     sections = {part.split(":")[0]: part for part in log.split("\n## ")[1:]}
     sha = {name: digest for digest, name in re.findall(r"^([0-9a-f]{64})  DIR/(\w+)/model.safetensors$", log, re.M)}
     again = re.search(r"^([0-9a-f]{64})  DIR again/base/model.safetensors$", log, re.M).group(1)
-    assert again == sha["base"] and not set(sha.values()) & set(shipped_sha256().values())
+    assert again == sha["base"]
+    assert sha == {name: shipped_sha256()[f"{name}/model.safetensors"] for name in ("base", "helper", "prm")}
 
     def cpu(section):
         return sum(float(t) for t in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", section))

@@ -55,7 +55,7 @@ PRESETS = {
     # in tokens (12 after 24) and gzip over 128 characters; its thresholds are read off the testbed's own
     # histograms of base candidates (docs/testbed.md, "Detector"; tests/testbed/test_detector_thresholds.py).
     "recall-cpu": dict(base=TESTBED + "base", helper=TESTBED + "helper", prm=TESTBED + "prm",
-                       scorer="qwen-prm", evictor="rkv", budget=80, buffer=16, n=4, max_steps=64,
+                       scorer="qwen-prm", evictor="rkv", budget=64, buffer=16, n=4, max_steps=64,
                        max_step_tokens=64, max_problems_in_flight=32, dtype="float32",
                        detector_entropy_threshold=3.0, detector_window=12, detector_guard=24,
                        detector_gzip_threshold=0.6, detector_gzip_chars=128),

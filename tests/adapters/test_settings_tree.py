@@ -18,7 +18,7 @@ MODELS = dict(base="/nonexistent/base", helper="/nonexistent/helper", scorer="he
 
 
 def test_the_recall_preset_as_a_tree():
-    # presets.py's recall-cpu: budget 80, buffer 16, n 4, max_steps 64, max_step_tokens 64, 32 in flight, the
+    # presets.py's recall-cpu: budget 64, buffer 16, n 4, max_steps 64, max_step_tokens 64, 32 in flight, the
     # testbed PRM; detector: the paper's window and guard in tokens (12 after 24), 3.0 nats, gzip 0.6 over 128
     # characters; the rest the paper's defaults (window 8, 0.8 / 0.95 / 20, ...)
     settings = parse_model_args({"preset": "recall-cpu"})
@@ -27,7 +27,7 @@ def test_the_recall_preset_as_a_tree():
                                            max_problems_in_flight=32, seed=0,
                                            detector=DetectorConfig(entropy_threshold=3.0, window=12, guard=24,
                                                                    gzip_threshold=0.6, gzip_chars=128))
-    assert settings.eviction == EvictionSchedule(RKV(), budget=80, buffer=16, window=8)
+    assert settings.eviction == EvictionSchedule(RKV(), budget=64, buffer=16, window=8)
     assert settings.eviction.evictor == RKV(pool_kernel=7, mix_lambda=0.1)
     assert settings.backends_of == RoleBackends(base="hf", helper="hf", prm=None)
     assert (settings.base, settings.helper, settings.prm, settings.scorer) == ("testbed:base", "testbed:helper",

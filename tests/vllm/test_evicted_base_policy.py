@@ -12,8 +12,8 @@ from kvrescue_eval.tasks.kv_recall.utils import conversation, read_split
 
 VLLM_BASE = dict(base_backend="vllm", vllm_kv_cache_memory_bytes=64 << 20, vllm_max_model_len=1024)
 # A detector stricter than the preset's (which is calibrated to fire on few base candidates of kv_recall 2.0),
-# and budget 64, where the base loses rows in these first problems (at the preset's 80 the testbed base shipped
-# since 2026-12-07 solves them without an early exit), so that the entropies vLLM reports are put to the test.
+# and budget 64, where the base loses rows in these first problems (at budget 80 the testbed base shipped before the
+# portable one solved them without an early exit), so that the entropies vLLM reports are put to the test.
 EARLY_EXITS = dict(detector_entropy_threshold=0.25, detector_window=4, budget=64)
 
 
