@@ -519,8 +519,9 @@ def preset_setting_figures(report, budget=PRESET_BUDGET):
     }
 
 
-def meets_issue_32(figures) -> bool:
-    """Every criterion of issue 32's "Done when" that the criteria table holds, by the issue's numbers."""
+def meets_issue_32(figures, budget=PRESET_BUDGET) -> bool:
+    """Every criterion of issue 32's "Done when" that the criteria table holds, by the issue's numbers, for the
+    figures of preset_setting_figures(report, budget)."""
     def numbers(what):
         return [float(x) for x in re.findall(r"[\d.]+", figures[what].replace(",", ""))]
 
@@ -532,7 +533,7 @@ def meets_issue_32(figures) -> bool:
     exits = numbers("detector on against off: early exits")[0]
     fewer = numbers("detector on against off: base tokens")[-1]
     on, off = numbers("detector on against off: pass@1")
-    smaller = share > other_share if float(PRESET_BUDGET) < other_budget else share < other_share
+    smaller = share > other_share if float(budget) < other_budget else share < other_share
     return (full >= 0.9 and 0.15 <= bon <= 0.6 and 0.3 <= helper <= 0.65 and min(only_bon, only_helper) >= 5
             and oracle_recovery >= 0.5 and recovery >= 0.8 and rescue - max(bon, helper) >= 0.15
             and 15 <= share <= 70 and 15 <= other_share <= 70 and smaller and 3 <= exits <= 30 and fewer >= 15
@@ -557,7 +558,7 @@ def test_the_shipped_models_at_budget_80_miss_the_oracle_criterion():
     at_80 = preset_setting_figures(report, "80")
     oracle, oracle_recovery = re.findall(r"[\d.]+", at_80["Fig. 1(a) oracle (bon or helper)"])
     rescue, recovery = re.findall(r"[\d.]+", at_80["rescue"])
-    assert not meets_issue_32(at_80) and float(oracle_recovery) < 0.5
+    assert not meets_issue_32(at_80, "80") and float(oracle_recovery) < 0.5
     assert (f"At budget 80 they meet every criterion but one: bon solves {at_80['evicted best-of-N (bon)']} and "
             f"the helper {at_80['helper alone']}, and the Fig. 1(a) oracle, {oracle}, recovers {oracle_recovery} "
             f"of the gap, under the 0.5 asked; rescue solves {rescue}, a recovery of {recovery}") in text("testbed.md")
