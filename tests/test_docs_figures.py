@@ -77,6 +77,7 @@ def report_blocks(page, name):
 @pytest.mark.parametrize("page, name, report", [
     ("testbed.md", "testbed report", "testbed_grid_report.md"),
     ("eviction.md", "evictor report", "evictor_grid_report.md"),
+    ("eviction.md", "previous evictor report", "evictor_grid_e4aff540_report.md"),
     ("testbed.md", "pinned testbed report", "testbed_grid_pinned_report.md")])
 def test_the_grid_tables_in_the_docs_are_their_sweeps_report(page, name, report):
     """Each quoted block of the page is a part of the committed `report.md` of its sweep (`kvrescue-eval sweep
