@@ -487,10 +487,11 @@ def test_the_pinned_recipe_runs_best_model_so_far_is_its_results_file():
             f"{(rescue - bon) / (full - bon):.3f}") in text("testbed.md")
 
 
-def preset_setting_figures(report, budget=PRESET_BUDGET):
+def preset_setting_figures(report_name, budget=PRESET_BUDGET):
     """The "measured" cells of docs/testbed.md's table against issue 32's criteria, from the testbed grid's
     report: the preset's setting (N 4, R-KV, `budget`, by default the preset's), Fig. 1(a), helper share at
-    both budgets (the other one in brackets), Table 2."""
+    both budgets (the other one in brackets), Table 2. `report_name`: a grid report in docs/results."""
+    report = (REPO / "docs" / "results" / report_name).read_text()
     oracle = next(row for row in rows_headed(report, "base", "n", "evictor", "budget", "helper", "scorer", "detector")
                   if "oracle" in row and (row["n"], row["evictor"], row["budget"], row["detector"]) == ("4", "rkv", budget, "on"))
     share = {row["budget"]: row["helper_share"] for row in rows_headed(report, "base", "mode", "n", "evictor")
@@ -522,7 +523,7 @@ def preset_setting_figures(report, budget=PRESET_BUDGET):
 
 def meets_issue_32(figures, budget=PRESET_BUDGET) -> bool:
     """Every criterion of issue 32's "Done when" that the criteria table holds, by the issue's numbers, for the
-    figures of preset_setting_figures(report, budget)."""
+    figures of preset_setting_figures(report_name, budget)."""
     def numbers(what):
         return [float(x) for x in re.findall(r"[\d.]+", figures[what].replace(",", ""))]
 
@@ -545,9 +546,8 @@ def test_the_testbeds_criteria_table_is_its_grids_report():
     """docs/testbed.md's table of the preset's setting against issue 32's criteria quotes the committed report of
     the testbed grid on the shipped models, which meet every criterion; recovery and the margin by their
     definitions."""
-    report = (REPO / "docs" / "results" / "testbed_grid_report.md").read_text()
     rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "what", "measured", "target")
-    figures = preset_setting_figures(report)
+    figures = preset_setting_figures("testbed_grid_report.md")
     assert {row["what"]: row["measured"] for row in rows} == figures
     assert meets_issue_32(figures)
 
@@ -555,8 +555,7 @@ def test_the_testbeds_criteria_table_is_its_grids_report():
 def test_the_shipped_models_at_budget_80_miss_the_oracle_criterion():
     """The same grid at budget 80, the preset's budget until the portable models were shipped: the prose quotes
     the one criterion they miss there (the Fig. 1(a) oracle's recovery) and their rescue."""
-    report = (REPO / "docs" / "results" / "testbed_grid_report.md").read_text()
-    at_80 = preset_setting_figures(report, "80")
+    at_80 = preset_setting_figures("testbed_grid_report.md", "80")
     oracle, oracle_recovery = re.findall(r"[\d.]+", at_80["Fig. 1(a) oracle (bon or helper)"])
     rescue, recovery = re.findall(r"[\d.]+", at_80["rescue"])
     assert not meets_issue_32(at_80, "80") and float(oracle_recovery) < 0.5
@@ -571,7 +570,7 @@ def test_the_shipped_models_at_budget_80_miss_the_oracle_criterion():
 def test_the_other_columns_are_the_grids_of_the_other_draws(column, report):
     """The criteria table's other columns quote the testbed grid on two other draws of the recipe: the models the
     script trained in MKL on an AMD EPYC (shipped before the portable kernels') and on an Intel Xeon."""
-    figures = preset_setting_figures((REPO / "docs" / "results" / report).read_text())
+    figures = preset_setting_figures(report)
     rows = rows_headed((REPO / "docs" / "testbed.md").read_text(), "what", "measured", "target")
     assert {row["what"]: row[column] for row in rows} == figures
 
@@ -580,10 +579,7 @@ def test_the_prose_names_what_the_other_draws_miss():
     """The prose under the criteria table names what each other draw misses at the preset's budget (the previous
     weights: the detector's accuracy, better by more than 0.03; the Intel models: bon too weak, rescue's
     recovery too low) and the spread of rescue across the three draws."""
-    def figures(name):
-        return preset_setting_figures((REPO / "docs" / "results" / name).read_text())
-
-    shipped, amd, intel = (figures(name) for name in ("testbed_grid_report.md", "testbed_grid_amd_report.md",
+    shipped, amd, intel = (preset_setting_figures(name) for name in ("testbed_grid_report.md", "testbed_grid_amd_report.md",
                                                       "testbed_grid_intel_report.md"))
     assert not meets_issue_32(amd) and not meets_issue_32(intel)
     on, off = amd["detector on against off: pass@1"].split(" against ")
