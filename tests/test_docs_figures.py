@@ -579,8 +579,8 @@ def test_the_prose_names_what_the_other_draws_miss():
     """The prose under the criteria table names what each other draw misses at the preset's budget (the previous
     weights: the detector's accuracy, better by more than 0.03; the Intel models: bon too weak, rescue's
     recovery too low) and the spread of rescue across the three draws."""
-    shipped, amd, intel = (preset_setting_figures(name) for name in ("testbed_grid_report.md", "testbed_grid_amd_report.md",
-                                                      "testbed_grid_intel_report.md"))
+    shipped, amd, intel = (preset_setting_figures(name) for name in (
+        "testbed_grid_report.md", "testbed_grid_amd_report.md", "testbed_grid_intel_report.md"))
     assert not meets_issue_32(amd) and not meets_issue_32(intel)
     on, off = amd["detector on against off: pass@1"].split(" against ")
     assert float(on) - float(off) > 0.03
