@@ -14,9 +14,9 @@ def add_arguments(parser):
 
     parser.add_argument("runs", nargs="+", metavar="RUN_DIR",
                         help="lm-eval --output_path folders (searched recursively) or results_*.json files")
-    parser.add_argument("--gate", choices=sorted(GATES), default=None,
-                        help="a named set of thresholds: " + "; ".join(f"{name}: {spec.describe()}"
-                                                                        for name, spec in GATES.items()))
+    gates = "; ".join(f"{name}: {spec.describe()}" for name, spec in GATES.items())
+    parser.add_argument("--gate", choices=sorted(GATES), default=None,  # argparse %-formats help: escape %
+                        help="a named set of thresholds: " + gates.replace("%", "%%"))
     parser.add_argument("--min-recovery", type=float, default=None, metavar="R",
                         help="minimum recovery per setting and benchmark, as a fraction (0.8 = 80%%)")
     parser.add_argument("--min-margin", type=float, default=None, metavar="M",
