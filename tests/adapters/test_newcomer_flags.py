@@ -56,11 +56,29 @@ def test_a_system_instruction_reaches_the_model_alike_in_plain_and_chat_mode():
     assert record["temperature"] == 0.0 and record["generation"]["kv_recall"]["do_sample"] is False
 
 
-def test_an_ignored_num_fewshot_is_a_warning_naming_the_task(caplog):
+class Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_an_ignored_num_fewshot_is_a_warning_naming_the_task():
+    """Read on lm-eval's evaluator logger itself: once `lm_eval` (or a sweep arm run in this process) has set up
+    its logging, the `lm_eval` logger no longer propagates to the root logger that pytest's caplog reads."""
     import lm_eval.evaluator
 
-    with caplog.at_level(logging.INFO, logger="lm_eval.evaluator"):
-        lm_eval.evaluator.eval_logger.info(
-            "num_fewshot has been set to 0 for %s in its config. Manual configuration will be ignored.", "kv_recall")
-    (record,) = [r for r in caplog.records if "kv_recall" in r.getMessage()]
+    logger, records = lm_eval.evaluator.eval_logger, Records()
+    level = logger.level
+    logger.addHandler(records)
+    logger.setLevel(logging.INFO)
+    try:
+        logger.info("num_fewshot has been set to 0 for %s in its config. Manual configuration will be ignored.",
+                    "kv_recall")
+    finally:
+        logger.removeHandler(records)
+        logger.setLevel(level)
+    (record,) = records.records
     assert record.levelname == "WARNING" and "--num_fewshot is ignored for task kv_recall" in record.getMessage()
