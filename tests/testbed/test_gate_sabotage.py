@@ -35,6 +35,9 @@ LIMIT = int(os.environ.get("GATE_SABOTAGE_LIMIT", yaml.safe_load(GATE_SPEC)["lim
 KEEP = os.environ.get("GATE_SABOTAGE_KEEP")
 SABOTAGE = ("sabotage-first-helper", "sabotage-first-base", "sabotage-random")
 SCORERS = ("preset",) + SABOTAGE
+# the sweep's own bound; the first test's time includes the module's sweep (about 10 min on 2 idle cores, more
+# beside other work), which pytest's default of 900 s per test (pyproject.toml) cut short on a loaded machine
+SWEEP_TIMEOUT_S = 3000
 
 
 def task_version():
@@ -42,7 +45,7 @@ def task_version():
     return float(re.search(r"^\s+version:\s*([0-9.]+)", text, re.M).group(1))
 
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(SWEEP_TIMEOUT_S + 60),
               pytest.mark.skipif(not (WEIGHTS_DIR / "base" / "config.json").is_file(),
                                  reason="testbed weights not shipped (docs/testbed.md)"),
               # kv_recall 1.0: the helper alone solves every problem, so rescue under the real selector cannot
@@ -68,7 +71,7 @@ def verdicts(tmp_path_factory):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     run = subprocess.run([sys.executable, "-m", "kvrescue_eval.cli", "sweep", str(spec), "--set", f"limit={LIMIT}",
                           "--out", str(keep), "--no-progress"], env=env, capture_output=True, text=True,
-                         timeout=3000, cwd=keep)
+                         timeout=SWEEP_TIMEOUT_S, cwd=keep)
     assert run.returncode == 1, f"expected the gate to fail (sabotaged selectors), got exit {run.returncode}:\n" \
                                 + run.stdout[-4000:] + run.stderr[-4000:]
     assert re.search(r"check +FAILED \(exit 1\)", run.stdout), run.stdout[-3000:]  # the arms ran, the gate failed
