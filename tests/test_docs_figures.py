@@ -681,3 +681,32 @@ def test_no_mkl_branch_changes_the_portable_training():
     portable = logged_losses(base_run("testbed_training_portable.log"))
     assert len(at) == 7 and all(row == [portable[step] for step in steps] for row in at.values())
     assert f"under each of MKL's seven code branches the base logs the same losses to step {steps[-1]}" in text("testbed.md")
+
+
+def evictor_rows(report, budget):
+    """The `by_evictor` rows of one budget in a committed evictor-grid report."""
+    written = (REPO / "docs" / "results" / report).read_text()
+    return [row for row in rows_headed(written, "evictor", "budget", "benchmark", "n", "bon", "rescue")
+            if row["budget"] == budget]
+
+
+@pytest.mark.parametrize("budget", ["64", "80"])
+def test_the_evictor_grids_summary_is_its_report(budget):
+    """docs/eviction.md's sentence of each budget on the shipped weights: bon of every evictor, best first (ties in
+    the table's order); the lowest and highest rescue, recovery and base tokens per problem of rescue and of bon."""
+    rows = evictor_rows("evictor_grid_report.md", budget)
+    assert len(rows) == 12 and all(row["status"] == "complete" for row in rows)
+
+    def lowest_highest(column):
+        ordered = sorted(rows, key=lambda row: float(row[column]))
+        return ordered[0], ordered[-1]
+
+    (low_rescue, high_rescue), (low_recovery, high_recovery) = lowest_highest("rescue"), lowest_highest("recovery")
+    rescue_tokens = [f"{float(row['rescue_base_tokens']):,.1f}" for row in lowest_highest("rescue_base_tokens")]
+    bon_tokens = [f"{float(row['bon_base_tokens']):,.1f}" for row in lowest_highest("bon_base_tokens")]
+    bon = ", ".join(f"{row['evictor']} {row['bon']}%" for row in sorted(rows, key=lambda row: -float(row["bon"])))
+    assert (f"At budget {budget} evicted best-of-N solves {bon}. Rescue solves {low_rescue['rescue']}% "
+            f"({low_rescue['evictor']}) to {high_rescue['rescue']}% ({high_rescue['evictor']}), a recovery of "
+            f"{low_recovery['recovery']}% ({low_recovery['evictor']}) to {high_recovery['recovery']}% "
+            f"({high_recovery['evictor']}); its base writes {rescue_tokens[0]} to {rescue_tokens[1]} tokens per "
+            f"problem, where bon's writes {bon_tokens[0]} to {bon_tokens[1]}.") in text("eviction.md")
