@@ -710,3 +710,24 @@ def test_the_evictor_grids_summary_is_its_report(budget):
             f"{low_recovery['recovery']}% ({low_recovery['evictor']}) to {high_recovery['recovery']}% "
             f"({high_recovery['evictor']}); its base writes {rescue_tokens[0]} to {rescue_tokens[1]} tokens per "
             f"problem, where bon's writes {bon_tokens[0]} to {bon_tokens[1]}.") in text("eviction.md")
+
+
+def test_the_evictor_grids_bullets_are_its_report():
+    """Two claims of docs/eviction.md's bullets on the shipped weights, by their definitions: rescue beats both
+    parents (rescue - max(bon, helper alone)) in all arms but the two named, by the stated least and most; and
+    the helper's share of committed steps is higher at 64 than at 80 for every evictor."""
+    written = (REPO / "docs" / "results" / "evictor_grid_report.md").read_text()
+    rows = {(row["evictor"], row["budget"]): row for budget in ("64", "80")
+            for row in evictor_rows("evictor_grid_report.md", budget)}
+    (helper,) = {row["helper_alone"] for row in rows_headed(written, "base", "n", "evictor", "budget", "helper")}
+    margin = {arm: round(float(row["rescue"]) - max(float(row["bon"]), float(helper)), 1) for arm, row in rows.items()}
+    beaten = {arm: value for arm, value in margin.items() if value > 0}
+    assert set(margin) - set(beaten) == {("streamingllm", "64"), ("knorm", "64")}
+    least, most = min(beaten, key=beaten.get), max(beaten, key=beaten.get)
+    named = {"knorm": "K-norm", "keydiff": "KeyDiff"}  # as the prose writes them
+    assert (f"Rescue beats both parents by {beaten[least]} ({named[least[0]]} at {least[1]}) to {beaten[most]} points "
+            f"({named[most[0]]} at {most[1]}) in {len(beaten)} of the {len(margin)} arms") in text("eviction.md")
+    share = {(row["evictor"], row["budget"]): float(row["helper_share"])
+             for row in rows_headed(written, "base", "mode", "n", "evictor", "budget") if "shared_share" in row}
+    assert all(share[evictor, "64"] > share[evictor, "80"] for evictor, _ in rows)
+    assert "**The helper's share is higher at the smaller budget for every evictor**" in text("eviction.md")
