@@ -684,9 +684,8 @@ def test_no_mkl_branch_changes_the_portable_training():
 
 
 def evictor_rows(report, budget):
-    """The `by_evictor` rows of one budget in a committed evictor-grid report."""
-    written = (REPO / "docs" / "results" / report).read_text()
-    return [row for row in rows_headed(written, "evictor", "budget", "benchmark", "n", "bon", "rescue")
+    """The `by_evictor` rows of one budget in the text of an evictor-grid report."""
+    return [row for row in rows_headed(report, "evictor", "budget", "benchmark", "n", "bon", "rescue")
             if row["budget"] == budget]
 
 
@@ -694,7 +693,7 @@ def evictor_rows(report, budget):
 def test_the_evictor_grids_summary_is_its_report(budget):
     """docs/eviction.md's sentence of each budget on the shipped weights: bon of every evictor, best first (ties in
     the table's order); the lowest and highest rescue, recovery and base tokens per problem of rescue and of bon."""
-    rows = evictor_rows("evictor_grid_report.md", budget)
+    rows = evictor_rows((REPO / "docs" / "results" / "evictor_grid_report.md").read_text(), budget)
     assert len(rows) == 12 and all(row["status"] == "complete" for row in rows)
 
     def lowest_highest(column):
@@ -718,7 +717,7 @@ def test_the_evictor_grids_bullets_are_its_report():
     the helper's share of committed steps is higher at 64 than at 80 for every evictor."""
     written = (REPO / "docs" / "results" / "evictor_grid_report.md").read_text()
     rows = {(row["evictor"], row["budget"]): row for budget in ("64", "80")
-            for row in evictor_rows("evictor_grid_report.md", budget)}
+            for row in evictor_rows(written, budget)}
     (helper,) = {row["helper_alone"] for row in rows_headed(written, "base", "n", "evictor", "budget", "helper")}
     margin = {arm: round(float(row["rescue"]) - max(float(row["bon"]), float(helper)), 1) for arm, row in rows.items()}
     beaten = {arm: value for arm, value in margin.items() if value > 0}

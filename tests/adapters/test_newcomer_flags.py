@@ -5,6 +5,7 @@ run records temperature 0, and an ignored `--num_fewshot` is a warning naming th
 
 import json
 import logging
+import logging.handlers
 
 import pytest
 
@@ -56,21 +57,12 @@ def test_a_system_instruction_reaches_the_model_alike_in_plain_and_chat_mode():
     assert record["temperature"] == 0.0 and record["generation"]["kv_recall"]["do_sample"] is False
 
 
-class Records(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.records = []
-
-    def emit(self, record):
-        self.records.append(record)
-
-
 def test_an_ignored_num_fewshot_is_a_warning_naming_the_task():
     """Read on lm-eval's evaluator logger itself: once `lm_eval` (or a sweep arm run in this process) has set up
     its logging, the `lm_eval` logger no longer propagates to the root logger that pytest's caplog reads."""
     import lm_eval.evaluator
 
-    logger, records = lm_eval.evaluator.eval_logger, Records()
+    logger, records = lm_eval.evaluator.eval_logger, logging.handlers.BufferingHandler(capacity=100)
     level = logger.level
     logger.addHandler(records)
     logger.setLevel(logging.INFO)
@@ -80,5 +72,5 @@ def test_an_ignored_num_fewshot_is_a_warning_naming_the_task():
     finally:
         logger.removeHandler(records)
         logger.setLevel(level)
-    (record,) = records.records
+    (record,) = records.buffer
     assert record.levelname == "WARNING" and "--num_fewshot is ignored for task kv_recall" in record.getMessage()
